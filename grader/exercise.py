@@ -1,0 +1,143 @@
+"""An exercise declared once, as data, and the engine that checks a submission.
+
+The same :class:`Exercise` record serves the notebook's self-check cell and the
+``grader`` CLI: both look the student's objects up by name in a namespace
+(the notebook's globals, or the namespace the grader built from the student's
+exercise cells) and run the same randomized and edge-case tests.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grader.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, CaseResult, ExerciseResult
+from grader.stubs import is_stub
+
+
+class Mismatch(AssertionError):
+    """A submission produced a wrong result; the message explains it in GPU terms."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test: a size, an input kind and (for randomized cases) a fresh seed."""
+
+    size: int
+    kind: str = "random"
+    note: str = ""
+
+    def name(self) -> str:
+        extra = f", {self.note}" if self.note else ""
+        return f"n={self.size}, {self.kind}{extra}"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """Everything the grader knows about one exercise.
+
+    ``run(namespace, inputs, mode)`` launches the student's code and returns its
+    output; ``reference(inputs)`` computes the expected output with numpy;
+    ``verify(got, expected, inputs, mode)`` raises :class:`Mismatch` with an
+    explanation when the output is wrong.
+    """
+
+    id: str
+    lesson: str
+    title: str
+    entry: str
+    make_inputs: Callable[[np.random.Generator, Case], dict[str, Any]]
+    run: Callable[[Mapping[str, Any], dict[str, Any], str], Any]
+    reference: Callable[[dict[str, Any]], Any]
+    verify: Callable[[Any, Any, dict[str, Any], str], None]
+    cases: Mapping[str, Sequence[Case]]
+    points: float = 1.0
+    needs: tuple[str, ...] = ()
+
+    def cases_for(self, mode: str) -> Sequence[Case]:
+        return self.cases[mode]
+
+
+def _student_frames(tb_text: str) -> str:
+    """Keep the traceback lines that point into notebook cells (the student's code)."""
+    lines = tb_text.strip().splitlines()
+    keep = [ln for ln in lines if "<cell" in ln or not ln.startswith("  File")]
+    return "\n".join(keep[-12:])
+
+
+def check_exercise(
+    exercise: Exercise,
+    namespace: Mapping[str, Any],
+    mode: str,
+    seed: int | None = None,
+) -> ExerciseResult:
+    """Run every case of ``exercise`` against the objects found in ``namespace``."""
+    start = time.monotonic()
+    result = ExerciseResult(
+        id=exercise.id,
+        title=exercise.title,
+        status=PASSED,
+        score=0.0,
+        max_score=exercise.points,
+        mode=mode,
+    )
+    missing = [name for name in (exercise.entry, *exercise.needs) if name not in namespace]
+    if missing:
+        result.status = NOT_IMPLEMENTED if exercise.entry in missing else ERROR
+        result.messages.append(
+            f"{', '.join(missing)} is not defined: define it in the exercise cell of "
+            f"{exercise.id} (keep the name as given)."
+        )
+        return _finish(result, start)
+    if is_stub(namespace[exercise.entry]):
+        result.status = NOT_IMPLEMENTED
+        result.messages.append(
+            f"{exercise.entry} still raises NotImplementedError: replace the stub with your code."
+        )
+        return _finish(result, start)
+
+    seeds = np.random.SeedSequence(seed)
+    for case, case_seed in zip(exercise.cases_for(mode), seeds.spawn(len(exercise.cases_for(mode)))):
+        case_seed_int = int(case_seed.generate_state(1)[0])
+        outcome = _run_case(exercise, namespace, mode, case, case_seed_int)
+        result.cases.append(outcome)
+        if outcome.status != PASSED:
+            result.status = outcome.status
+            result.messages.append(f"{case.name()}: {outcome.message}")
+            break
+    if result.status == PASSED:
+        result.score = exercise.points
+        result.messages.append(f"all {len(result.cases)} tests passed ({mode} mode)")
+    return _finish(result, start)
+
+
+def _run_case(exercise, namespace, mode, case, seed) -> CaseResult:
+    rng = np.random.default_rng(seed)
+    inputs = exercise.make_inputs(rng, case)
+    expected = exercise.reference(inputs)
+    name = case.name()
+    try:
+        got = exercise.run(namespace, inputs, mode)
+        exercise.verify(got, expected, inputs, mode)
+    except NotImplementedError as exc:
+        return _case(name, NOT_IMPLEMENTED, f"not implemented ({exc})", seed)
+    except Mismatch as exc:
+        return _case(name, FAILED, f"{exc} [seed {seed}]", seed)
+    except Exception as exc:  # student code may raise anything
+        tb = _student_frames(traceback.format_exc())
+        return _case(name, ERROR, f"{type(exc).__name__}: {exc}\n{tb}", seed)
+    return _case(name, PASSED, "", seed)
+
+
+def _case(name, status, message, seed) -> CaseResult:
+    return CaseResult(name=name, status=status, message=message, seed=seed)
+
+
+def _finish(result: ExerciseResult, start: float) -> ExerciseResult:
+    result.seconds = round(time.monotonic() - start, 3)
+    return result

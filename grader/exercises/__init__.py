@@ -1,0 +1,28 @@
+"""The catalogue of graded exercises, one module per lesson."""
+
+from __future__ import annotations
+
+from grader.exercise import Exercise
+from grader.exercises import reduction
+
+LESSONS: dict[str, tuple[Exercise, ...]] = {
+    reduction.LESSON: reduction.EXERCISES,
+}
+_BY_ID = {ex.id: ex for exercises in LESSONS.values() for ex in exercises}
+
+
+class UnknownExercise(KeyError):
+    """An exercise id that no lesson declares."""
+
+
+def get(exercise_id: str) -> Exercise:
+    """Look an exercise up by id, e.g. ``"reduction.simple"``."""
+    try:
+        return _BY_ID[exercise_id]
+    except KeyError:
+        known = ", ".join(sorted(_BY_ID))
+        raise UnknownExercise(f"unknown exercise {exercise_id!r}; known: {known}") from None
+
+
+def all_ids() -> list[str]:
+    return list(_BY_ID)

@@ -1,0 +1,80 @@
+"""Result records produced by checking exercises; plain data, rendered elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PASSED, FAILED, NOT_IMPLEMENTED, ERROR, TIMEOUT = (
+    "passed",
+    "failed",
+    "not implemented",
+    "error",
+    "timeout",
+)
+
+
+@dataclass
+class CaseResult:
+    """One randomized or edge-case test of an exercise."""
+
+    name: str
+    status: str
+    message: str = ""
+    seed: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+
+@dataclass
+class ExerciseResult:
+    """Outcome of one exercise: what the grader reports and the notebook shows."""
+
+    id: str
+    title: str
+    status: str
+    score: float
+    max_score: float
+    messages: list[str] = field(default_factory=list)
+    cases: list[CaseResult] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    mode: str = ""
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["passed"] = self.passed
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExerciseResult:
+        d = dict(d)
+        d.pop("passed", None)
+        d["cases"] = [CaseResult(**c) for c in d.get("cases", [])]
+        return cls(**d)
+
+    def summary(self) -> str:
+        """A short human-readable text: status line, then the messages."""
+        head = f"[{self.status.upper()}] {self.id} - {self.title} ({self.score:g}/{self.max_score:g})"
+        return "\n".join([head, *("  " + m for m in self.messages)])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        colour = "#1a7f37" if self.passed else "#cf222e"
+        items = "".join(f"<li><pre style='margin:0'>{html.escape(m)}</pre></li>" for m in self.messages)
+        return (
+            f"<div style='border-left:4px solid {colour};padding-left:8px'>"
+            f"<b style='color:{colour}'>{html.escape(self.status.upper())}</b> "
+            f"<code>{html.escape(self.id)}</code> {html.escape(self.title)} "
+            f"({self.score:g}/{self.max_score:g})<ul>{items}</ul></div>"
+        )
+
+    def __str__(self) -> str:
+        return self.summary()

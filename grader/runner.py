@@ -1,0 +1,84 @@
+"""Child process that grades one exercise: ``python -m grader.runner JOB.json RESULT.json``.
+
+Running each exercise in its own process contains whatever the student's code
+does -- hang, crash the interpreter, corrupt the CUDA context -- and lets the
+parent report it as that exercise's failure while grading the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import re
+import sys
+import traceback
+
+from grader.results import ERROR, ExerciseResult
+
+_MAGIC = re.compile(r"^\s*[%!]")
+
+
+def cell_filename(index: int) -> str:
+    return f"<cell {index}>"
+
+
+def strip_magics(source: str) -> str:
+    """Drop IPython magics and shell escapes, which plain Python cannot run."""
+    return "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
+
+
+def exec_cell(cell: dict, namespace: dict) -> None:
+    source = strip_magics(cell["source"])
+    filename = cell_filename(cell["index"])
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+
+
+def _error(exercise, message: str, mode: str) -> ExerciseResult:
+    return ExerciseResult(id=exercise.id, title=exercise.title, status=ERROR, score=0.0,
+                          max_score=exercise.points, messages=[message], mode=mode)
+
+
+def _describe(exc: BaseException) -> str:
+    tb = traceback.format_exception(exc)
+    cell_lines = [ln for ln in "".join(tb).splitlines() if "<cell" in ln or not ln.startswith(" ")]
+    return "\n".join(cell_lines[-8:])
+
+
+def grade(job: dict) -> ExerciseResult:
+    """Execute the job's cells in a fresh namespace, then check the exercise."""
+    os.environ["WORKBOOK_MODE"] = job["mode"]
+    import workbook  # noqa: F401  (chooses sim/gpu before numba.cuda is imported)
+    from grader.exercise import check_exercise
+    from grader.exercises import get
+
+    exercise = get(job["exercise_id"])
+    namespace: dict = {"__name__": "__main__"}
+    notes = []
+    for cell in job["cells"]:
+        try:
+            exec_cell(cell, namespace)
+        except BaseException as exc:  # the student's cell may raise anything, even SystemExit
+            where = f"cell {cell['index']} ({cell['role']} {cell.get('exercise_id') or ''})"
+            if cell["role"] == "setup" or cell.get("exercise_id") == exercise.id:
+                return _error(exercise, f"{where} raised an exception:\n{_describe(exc)}",
+                              job["mode"])
+            notes.append(f"note: {where} raised {type(exc).__name__}; later code may miss it")
+    result = check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"))
+    result.messages.extend(notes)
+    return result
+
+
+def main(argv: list[str]) -> int:
+    job_path, result_path = argv
+    with open(job_path) as f:
+        job = json.load(f)
+    result = grade(job)
+    with open(result_path, "w") as f:
+        json.dump(result.to_dict(), f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,69 @@
+"""Measurements recorded on a real GPU, shipped with the package for simulator users.
+
+Each lesson's benchmark script writes ``workbook/data/<lesson>.json``::
+
+    {"device": ..., "date": ..., "command": ...,
+     "parts": {NAME: {"title": ..., "columns": [...], "rows": [[...], ...], "note": ...}}}
+
+:func:`show_recorded` prints one part as a table (and, where a ``GB/s`` column
+exists, a bar chart), always with the device and date it was measured on.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+
+def load(lesson: str) -> dict | None:
+    """The recorded measurements of ``lesson``, or None if none were recorded."""
+    path = resources.files("workbook") / "data" / f"{lesson}.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())
+
+
+def format_table(columns: list[str], rows: list[list]) -> str:
+    cells = [[_fmt(v) for v in row] for row in rows]
+    widths = [max(len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(columns)]
+    line = "  ".join(c.rjust(w) for c, w in zip(columns, widths))
+    body = ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in cells]
+    return "\n".join([line, "-" * len(line), *body])
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def show_recorded(lesson: str, part: str, plot: bool = True) -> None:
+    """Print a recorded measurement with its provenance; plot bandwidth columns."""
+    data = load(lesson)
+    if data is None or part not in data.get("parts", {}):
+        print(f"no recorded GPU measurement for {lesson}/{part} yet "
+              f"(run benchmarks/{lesson}.py on a GPU)")
+        return
+    section = data["parts"][part]
+    print(f"{section['title']}\nmeasured on {data['device']}, {data['date']}\n")
+    print(format_table(section["columns"], section["rows"]))
+    if section.get("note"):
+        print(f"\n{section['note']}")
+    if plot and "GB/s" in section["columns"]:
+        _bar_chart(section, data["device"])
+
+
+def _bar_chart(section: dict, device: str) -> None:
+    import matplotlib.pyplot as plt
+
+    k = section["columns"].index("GB/s")
+    labels = [str(r[0]) for r in section["rows"]]
+    values = [r[k] for r in section["rows"]]
+    plt.figure(figsize=(7, 0.4 * len(labels) + 1))
+    plt.barh(labels[::-1], values[::-1])
+    plt.xlabel("GB/s")
+    plt.title(f"{section['title']} ({device})")
+    plt.tight_layout()
+    plt.show()
