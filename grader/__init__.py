@@ -14,10 +14,9 @@ def check(exercise_id: str, namespace: dict | None = None, seed: int | None = No
 
     Returns an :class:`~grader.results.ExerciseResult`, which Jupyter displays.
     """
-    from workbook import current_mode
-
     from grader.exercise import check_exercise
     from grader.exercises import get
+    from workbook import current_mode
 
     if namespace is None:
         namespace = sys._getframe(1).f_globals

@@ -6,8 +6,9 @@ Exit codes: 0 every graded exercise passed; 1 some exercise did not pass;
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -22,7 +23,7 @@ console = Console()
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     auto = "auto"
     sim = "sim"
     gpu = "gpu"
@@ -30,12 +31,15 @@ class Mode(str, Enum):
 
 @app.command()
 def check(
-    paths: list[Path] = typer.Argument(..., help="Notebooks, or lesson folders holding them."),
-    mode: Mode = typer.Option(Mode.auto, help="sim (CUDA simulator), gpu, or auto-detect."),
-    json_path: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
-    gradescope: Path | None = typer.Option(None, help="Write Gradescope's results.json here."),
-    timeout: float | None = typer.Option(None, help="Seconds allowed per exercise."),
-    seed: int | None = typer.Option(None, help="Seed for the random tests (default: fresh)."),
+    paths: Annotated[list[Path], typer.Argument(help="Notebooks, or lesson folders.")],
+    mode: Annotated[Mode, typer.Option(help="sim (CUDA simulator), gpu, or auto-detect.")] = (
+        Mode.auto),
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
+    = None,
+    gradescope: Annotated[Path | None, typer.Option(help="Write Gradescope's results.json.")]
+    = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds allowed per exercise.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for the random tests.")] = None,
 ) -> None:
     """Grade notebooks; print a table; exit 0 only if every exercise passes.
 
@@ -52,12 +56,9 @@ def check(
 
     reports = []
     for nb in notebooks:
-        with console.status(f"grading {nb.path} ({resolved} mode)") as status:
-            def progress(result, _status=status, _nb=nb):
-                console.print(f"  {result.id}: {result.status} ({result.seconds:.1f} s)")
-
+        with console.status(f"grading {nb.path} ({resolved} mode)"):
             try:
-                reports.append(grade_notebook(nb, resolved, timeout, seed, on_result=progress))
+                reports.append(grade_notebook(nb, resolved, timeout, seed, on_result=_progress))
             except nbmod.NotebookError as exc:
                 console.print(f"[red]error:[/] {exc}")
                 raise typer.Exit(EXIT_USAGE) from None
@@ -69,10 +70,16 @@ def check(
     raise typer.Exit(EXIT_OK if all(r.passed for r in reports) else EXIT_FAILED)
 
 
+def _progress(result) -> None:
+    console.print(f"  {result.id}: {result.status} ({result.seconds:.1f} s)")
+
+
 @app.command()
 def release(
-    solutions: Path = typer.Argument(Path("solutions"), help="Folder of solution notebooks."),
-    lessons: Path = typer.Argument(Path("lessons"), help="Where to write student notebooks."),
+    solutions: Annotated[Path, typer.Argument(help="Folder of solution notebooks.")] = Path(
+        "solutions"),
+    lessons: Annotated[Path, typer.Argument(help="Where to write student notebooks.")] = Path(
+        "lessons"),
 ) -> None:
     """Generate the student notebooks in LESSONS from the solution notebooks."""
     from grader.release import MarkerError, release_tree
@@ -89,6 +96,6 @@ def release(
 @app.command()
 def doctor() -> None:
     """Report GPU, driver, numba-cuda, ncu and the mode that will be used."""
-    from workbook.doctor import main
+    from grader.doctor import main
 
     raise typer.Exit(main())

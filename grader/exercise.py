@@ -8,10 +8,12 @@ exercise cells) and run the same randomized and edge-case tests.
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,11 +65,19 @@ class Exercise:
         return self.cases[mode]
 
 
-def _student_frames(tb_text: str) -> str:
-    """Keep the traceback lines that point into notebook cells (the student's code)."""
-    lines = tb_text.strip().splitlines()
-    keep = [ln for ln in lines if "<cell" in ln or not ln.startswith("  File")]
-    return "\n".join(keep[-12:])
+_LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, str(Path(__file__).parents[1] / "grader"),
+                       str(Path(__file__).parents[1] / "workbook")})
+
+
+def _is_student_frame(filename: str) -> bool:
+    return filename.startswith("<cell") or not filename.startswith(_LIBRARY_DIRS)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """The exception and the frames of the student's own code (notebook cells) only."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_student_frame(f.filename)]
+    where = "".join(traceback.format_list(frames[-4:]))
+    return f"{type(exc).__name__}: {exc}" + (f"\n{where.rstrip()}" if where else "")
 
 
 def check_exercise(
@@ -94,15 +104,17 @@ def check_exercise(
             f"{exercise.id} (keep the name as given)."
         )
         return _finish(result, start)
-    if is_stub(namespace[exercise.entry]):
+    stubs = [name for name in (exercise.entry, *exercise.needs) if is_stub(namespace[name])]
+    if stubs:
         result.status = NOT_IMPLEMENTED
         result.messages.append(
-            f"{exercise.entry} still raises NotImplementedError: replace the stub with your code."
+            f"{', '.join(stubs)} still raises NotImplementedError: replace the stub with your code."
         )
         return _finish(result, start)
 
     seeds = np.random.SeedSequence(seed)
-    for case, case_seed in zip(exercise.cases_for(mode), seeds.spawn(len(exercise.cases_for(mode)))):
+    cases = exercise.cases_for(mode)
+    for case, case_seed in zip(cases, seeds.spawn(len(cases))):
         case_seed_int = int(case_seed.generate_state(1)[0])
         outcome = _run_case(exercise, namespace, mode, case, case_seed_int)
         result.cases.append(outcome)
@@ -129,8 +141,7 @@ def _run_case(exercise, namespace, mode, case, seed) -> CaseResult:
     except Mismatch as exc:
         return _case(name, FAILED, f"{exc} [seed {seed}]", seed)
     except Exception as exc:  # student code may raise anything
-        tb = _student_frames(traceback.format_exc())
-        return _case(name, ERROR, f"{type(exc).__name__}: {exc}\n{tb}", seed)
+        return _case(name, ERROR, describe_exception(exc), seed)
     return _case(name, PASSED, "", seed)
 
 

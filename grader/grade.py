@@ -85,7 +85,8 @@ def run_in_subprocess(exercise, job: dict, timeout: float) -> ExerciseResult:
     with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
         job_path, result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
         job_path.write_text(json.dumps(job))
-        env = dict(os.environ, WORKBOOK_MODE=job["mode"], PYTHONUNBUFFERED="1")
+        env = dict(os.environ, WORKBOOK_MODE=job["mode"], PYTHONUNBUFFERED="1",
+                   NUMBA_ENABLE_CUDASIM="1" if job["mode"] == "sim" else "0")
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader.runner", str(job_path), str(result_path)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,

@@ -9,8 +9,9 @@ GUARD = 1024  # elements of NaN placed after each guarded input on the device
 
 def cuda():
     """numba.cuda, imported after the workbook has chosen the mode."""
-    import workbook  # noqa: F401  (selects sim or gpu before numba.cuda loads)
     from numba import cuda as _cuda
+
+    import workbook  # noqa: F401  (selects sim or gpu before numba.cuda loads)
 
     return _cuda
 
@@ -26,12 +27,18 @@ def guarded_input(x: np.ndarray):
     return cuda().to_device(padded)[: x.size]
 
 
-def zeros(n: int, dtype) -> object:
-    return cuda().to_device(np.zeros(n, dtype=dtype))
+def output(n: int, fill, dtype, name: str = "output"):
+    """A device output array filled with ``fill``.
 
+    In simulator mode it is watched for races between blocks (see
+    :mod:`workbook.sim.global_races`), which the simulator would otherwise hide.
+    """
+    array = cuda().to_device(np.full(n, fill, dtype=dtype))
+    if cuda().config.ENABLE_CUDASIM:
+        from workbook.sim.global_races import watch
 
-def full(n: int, value, dtype) -> object:
-    return cuda().to_device(np.full(n, value, dtype=dtype))
+        watch(array, name)
+    return array
 
 
 def launch(kernel, grid: int, block: int, *args) -> None:

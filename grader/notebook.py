@@ -101,7 +101,8 @@ def find_notebooks(paths) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found.extend(sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts))
+            notebooks = p.rglob("*.ipynb")
+            found.extend(sorted(q for q in notebooks if ".ipynb_checkpoints" not in q.parts))
         elif p.suffix == ".ipynb" and p.is_file():
             found.append(p)
         else:

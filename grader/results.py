@@ -61,14 +61,16 @@ class ExerciseResult:
 
     def summary(self) -> str:
         """A short human-readable text: status line, then the messages."""
-        head = f"[{self.status.upper()}] {self.id} - {self.title} ({self.score:g}/{self.max_score:g})"
+        points = f"{self.score:g}/{self.max_score:g}"
+        head = f"[{self.status.upper()}] {self.id} - {self.title} ({points})"
         return "\n".join([head, *("  " + m for m in self.messages)])
 
     def _repr_html_(self) -> str:
         import html
 
         colour = "#1a7f37" if self.passed else "#cf222e"
-        items = "".join(f"<li><pre style='margin:0'>{html.escape(m)}</pre></li>" for m in self.messages)
+        items = "".join(f"<li><pre style='margin:0'>{html.escape(m)}</pre></li>"
+                        for m in self.messages)
         return (
             f"<div style='border-left:4px solid {colour};padding-left:8px'>"
             f"<b style='color:{colour}'>{html.escape(self.status.upper())}</b> "

@@ -12,8 +12,8 @@ import linecache
 import os
 import re
 import sys
-import traceback
 
+from grader.exercise import describe_exception
 from grader.results import ERROR, ExerciseResult
 
 _MAGIC = re.compile(r"^\s*[%!]")
@@ -40,12 +40,6 @@ def _error(exercise, message: str, mode: str) -> ExerciseResult:
                           max_score=exercise.points, messages=[message], mode=mode)
 
 
-def _describe(exc: BaseException) -> str:
-    tb = traceback.format_exception(exc)
-    cell_lines = [ln for ln in "".join(tb).splitlines() if "<cell" in ln or not ln.startswith(" ")]
-    return "\n".join(cell_lines[-8:])
-
-
 def grade(job: dict) -> ExerciseResult:
     """Execute the job's cells in a fresh namespace, then check the exercise."""
     os.environ["WORKBOOK_MODE"] = job["mode"]
@@ -62,7 +56,7 @@ def grade(job: dict) -> ExerciseResult:
         except BaseException as exc:  # the student's cell may raise anything, even SystemExit
             where = f"cell {cell['index']} ({cell['role']} {cell.get('exercise_id') or ''})"
             if cell["role"] == "setup" or cell.get("exercise_id") == exercise.id:
-                return _error(exercise, f"{where} raised an exception:\n{_describe(exc)}",
+                return _error(exercise, f"{where} raised an exception:\n{describe_exception(exc)}",
                               job["mode"])
             notes.append(f"note: {where} raised {type(exc).__name__}; later code may miss it")
     result = check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"))

@@ -52,7 +52,8 @@ def expect_sum(got, x: np.ndarray, segment: int | None = None, sequential_terms:
     diff = abs(got - expected)
     if diff <= tol:
         return
-    lines = [f"expected {expected:.9g} (float64 reference), got {got:.9g}; |diff| {diff:.3g} > {why}."]
+    lines = [f"expected {expected:.9g} (float64 reference), got {got:.9g}; "
+             f"|diff| {diff:.3g} > {why}."]
     lines.extend(_diagnose_sum(got, x, segment, tol))
     raise Mismatch(" ".join(lines))
 
@@ -91,7 +92,8 @@ def _diagnose_sum(got: float, x: np.ndarray, segment: int | None, tol: float) ->
     if not hints:
         hints.append(
             "A result that changes from run to run points to a race (a missing "
-            "cuda.syncthreads() between tree levels); a stable wrong value to a wrong index or stride."
+            "cuda.syncthreads() between tree levels); a stable wrong value to a wrong index or "
+            "stride."
         )
     return hints
 
@@ -99,7 +101,8 @@ def _diagnose_sum(got: float, x: np.ndarray, segment: int | None, tol: float) ->
 def expect_exact(got, expected, what: str) -> None:
     """Check an exactly known result (max, min, argmax index, ...)."""
     if not np.array_equal(np.asarray(got), np.asarray(expected)):
-        raise Mismatch(f"{what}: expected {expected!r}, got {got!r}")
+        raise Mismatch(f"{what}: expected {np.asarray(expected).tolist()}, "
+                       f"got {np.asarray(got).tolist()}")
 
 
 def expect_unchanged(before: np.ndarray, after: np.ndarray, name: str) -> None:

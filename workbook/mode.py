@@ -69,7 +69,6 @@ def select_mode(requested: str | None = None) -> str:
                 "import workbook before numba (or restart the kernel) to switch modes"
             )
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if want_sim else "0"
-    os.environ[ENV_VAR] = mode
     return mode
 
 

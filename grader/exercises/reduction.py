@@ -21,10 +21,15 @@ GRIDS = {"sim": (1, 3), "gpu": (1, 7, 264)}  # grids the grid-stride exercises m
 
 
 def make_values(rng: np.random.Generator, case: Case) -> dict:
-    """float32 inputs: integer-valued (sums exact), uniform (0, 1), or normal."""
+    """float32 inputs: integer-valued (sums exact), all negative/positive integers,
+    uniform (0, 1), or normal."""
     n = case.size
     if case.kind == "integers":
         x = rng.integers(-8, 9, size=n).astype(np.float32)
+    elif case.kind == "negative":
+        x = rng.integers(-9, 0, size=n).astype(np.float32)
+    elif case.kind == "positive":
+        x = rng.integers(1, 10, size=n).astype(np.float32)
     elif case.kind == "uniform":
         x = rng.random(n, dtype=np.float32)
     else:
@@ -53,7 +58,7 @@ def _run_single_block(entry: str, read_only: bool):
     def run(ns, inputs, mode):
         x = inputs["x"]
         d_x = L.cuda().to_device(x)
-        out = L.full(1, np.nan, np.float32)
+        out = L.output(1, np.nan, np.float32)
         L.launch(ns[entry], 1, x.size // 2, d_x, out)
         if read_only:
             expect_unchanged(x, d_x.copy_to_host(), "input")
@@ -82,7 +87,7 @@ def _multi_block_cases(per_block_sim: int, per_block_gpu: int):
 def _run_segmented(ns, inputs, mode):
     x = inputs["x"]
     tpb = THREADS[mode]
-    out = L.zeros(1, np.float32)
+    out = L.output(1, 0, np.float32)
     grid = L.blocks_for(x.size, 2 * tpb)
     L.launch(ns["segmented_sum_kernel"], grid, tpb, L.guarded_input(x), out, x.size)
     return out.copy_to_host()[0]
@@ -98,7 +103,7 @@ def _run_coarsened(ns, inputs, mode):
     x = inputs["x"]
     tpb = THREADS[mode]
     coarse = int(ns["COARSE_FACTOR"])
-    out = L.zeros(1, np.float32)
+    out = L.output(1, 0, np.float32)
     grid = L.blocks_for(x.size, 2 * coarse * tpb)
     L.launch(ns["coarsened_sum_kernel"], grid, tpb, L.guarded_input(x), out, x.size)
     inputs["segment"] = 2 * coarse * tpb
@@ -129,7 +134,7 @@ def _make_with_grid(rng, case):
 
 def _run_warp_shuffle(ns, inputs, mode):
     x = inputs["x"]
-    out = L.zeros(1, np.float32)
+    out = L.output(1, 0, np.float32)
     L.launch(ns["shuffle_sum_kernel"], inputs["grid"], THREADS[mode], L.guarded_input(x), out,
              x.size)
     return out.copy_to_host()[0]
@@ -177,10 +182,18 @@ IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf, "argmax": -np.inf}
 NO_INDEX = np.iinfo(np.int64).max
 
 
+GENERIC_KINDS = {
+    "sum": ("uniform",),
+    "max": ("integers", "negative"),   # all-negative data exposes a 0 used as identity
+    "min": ("integers", "positive"),
+    "argmax": ("integers", "negative"),
+}
+
+
 def _generic_cases():
     def cases(sizes):
-        return tuple(Case(n, "uniform" if op == "sum" else "integers", note=f"op {op}")
-                     for op in OPS for n in sizes)
+        return tuple(Case(n, kind, note=f"op {op}")
+                     for op, kinds in GENERIC_KINDS.items() for kind in kinds for n in sizes)
 
     return {"sim": cases((1, 40, 300)), "gpu": cases((1, 1000, 1 << 20, 12_345_679))}
 
@@ -202,11 +215,13 @@ def _run_generic(ns, inputs, mode):
     tpb = THREADS[mode]
     grid = GRIDS[mode][-1]
     identity = np.float32(IDENTITY[op])
-    part_v, part_i = L.zeros(grid, np.float32), L.zeros(grid, np.int64)
-    dummy_idx = L.zeros(1, np.int64)
+    part_v = L.output(grid, np.nan, np.float32, "out_values")
+    part_i = L.output(grid, -1, np.int64, "out_indices")
+    dummy_idx = L.output(1, 0, np.int64, "indices")
     L.launch(kernel, grid, tpb, L.guarded_input(x), dummy_idx, x.size, False, identity,
              NO_INDEX, part_v, part_i)
-    out_v, out_i = L.full(1, np.nan, np.float32), L.full(1, -1, np.int64)
+    out_v = L.output(1, np.nan, np.float32, "out_values")
+    out_i = L.output(1, -1, np.int64, "out_indices")
     L.launch(kernel, 1, tpb, part_v, part_i, grid, True, identity, NO_INDEX, out_v, out_i)
     return out_v.copy_to_host()[0], out_i.copy_to_host()[0]
 
@@ -260,7 +275,8 @@ EXERCISES = (
               _verify_coarsened, _multi_block_cases(8 * THREADS["sim"], 8 * THREADS["gpu"]),
               needs=("COARSE_FACTOR",)),
     _exercise("shuffle", "warp-shuffle reduce with a grid-stride loop", "shuffle_sum_kernel",
-              _run_warp_shuffle, _verify_grid_stride, _grid_stride_cases(), make=_make_with_grid),
+              _run_warp_shuffle, _verify_grid_stride, _grid_stride_cases(), make=_make_with_grid,
+              needs=("warp_sum",)),
     _exercise("generic", "generic reduce: sum, max, min, argmax from one kernel",
               "make_reduce_kernel", _run_generic, _verify_generic, _generic_cases(),
               make=_make_generic, reference=_reference_generic),

@@ -4,12 +4,13 @@
 simulator mode.
 """
 
-from workbook.sim import warp
+from workbook.sim import global_races, warp
 
 
 def install() -> None:
     """Attach the workbook's extensions to the simulator."""
     warp.install()
+    global_races.install()
 
 
-__all__ = ["install", "warp"]
+__all__ = ["global_races", "install", "warp"]
