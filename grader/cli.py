@@ -99,3 +99,7 @@ def doctor() -> None:
     from grader.doctor import main
 
     raise typer.Exit(main())
+
+
+if __name__ == "__main__":
+    app()

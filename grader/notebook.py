@@ -100,6 +100,8 @@ def find_notebooks(paths) -> list[Path]:
     found: list[Path] = []
     for raw in paths:
         p = Path(raw)
+        if not p.exists():
+            raise NotebookError(f"{p}: no such file or folder")
         if p.is_dir():
             notebooks = p.rglob("*.ipynb")
             found.extend(sorted(q for q in notebooks if ".ipynb_checkpoints" not in q.parts))

@@ -11,7 +11,9 @@ import json
 import linecache
 import os
 import re
+import signal
 import sys
+from contextlib import contextmanager
 
 from grader.exercise import describe_exception
 from grader.results import ERROR, ExerciseResult
@@ -26,6 +28,28 @@ def cell_filename(index: int) -> str:
 def strip_magics(source: str) -> str:
     """Drop IPython magics and shell escapes, which plain Python cannot run."""
     return "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
+
+
+EARLIER_CELL_SECONDS = 10  # a cell of another exercise that runs longer than this is skipped
+
+
+class CellTimeout(Exception):
+    """A cell of an earlier exercise ran too long (an infinite loop at top level?)."""
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """Raise CellTimeout in the main thread after ``seconds`` (POSIX only)."""
+    def expire(signum, frame):
+        raise CellTimeout(f"did not finish within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def exec_cell(cell: dict, namespace: dict) -> None:
@@ -51,14 +75,20 @@ def grade(job: dict) -> ExerciseResult:
     namespace: dict = {"__name__": "__main__"}
     notes = []
     for cell in job["cells"]:
+        essential = cell["role"] == "setup" or cell.get("exercise_id") == exercise.id
         try:
-            exec_cell(cell, namespace)
+            if essential:
+                exec_cell(cell, namespace)
+            else:
+                with time_limit(EARLIER_CELL_SECONDS):
+                    exec_cell(cell, namespace)
         except BaseException as exc:  # the student's cell may raise anything, even SystemExit
             where = f"cell {cell['index']} ({cell['role']} {cell.get('exercise_id') or ''})"
-            if cell["role"] == "setup" or cell.get("exercise_id") == exercise.id:
+            if essential:
                 return _error(exercise, f"{where} raised an exception:\n{describe_exception(exc)}",
                               job["mode"])
-            notes.append(f"note: {where} raised {type(exc).__name__}; later code may miss it")
+            notes.append(f"note: {where} was skipped ({type(exc).__name__}: {exc}); "
+                         "names it defines are missing")
     result = check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"))
     result.messages.extend(notes)
     return result

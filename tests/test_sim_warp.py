@@ -1,0 +1,672 @@
+"""Warp intrinsics, checked against numpy in the simulator and on a GPU.
+
+The kernels of the tests not marked ``sim_only`` are valid CUDA, and those
+tests run unmodified with ``WORKBOOK_MODE=gpu``. The ``sim_only`` tests check
+what the simulator does where a GPU's behaviour is undefined or would hang.
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+import workbook  # noqa: F401  (selects the mode: import it before numba.cuda)
+from workbook.sim.warp import TIMEOUT_ENV, WarpCollectiveError
+
+# isort: split
+from numba import cuda
+
+# numba-cuda's performance hints on small launches and host arrays (the messages may be coloured).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*Grid size .* will likely result in GPU under-utilization",
+    "ignore:.*Host array used in CUDA kernel will incur copy overhead",
+)
+
+FULL = 0xFFFFFFFF
+EVEN = 0x55555555
+DTYPES = [np.int32, np.int64, np.float32, np.float64]
+# (blocks, threads per block): full warps, several warps, several blocks, partial warps.
+LAYOUTS = [(1, 32), (1, 128), (3, 64), (2, 40), (1, 50)]
+PARTIAL = (2, 40)
+
+
+# ---------------------------------------------------------------------------
+# Expected values, from numpy
+
+
+def lanes(blocks, threads):
+    """For each global thread: its lane, the global index of its warp's lane 0, the warp's size."""
+    g = np.arange(blocks * threads)
+    t = g % threads
+    lane = t % 32
+    return lane, g - lane, np.minimum(32, threads - (t - lane))
+
+
+def make_values(rng, dtype, n):
+    """Distinct values of ``dtype``; 64-bit ones do not fit in 32 bits."""
+    v = rng.permutation(n) - n // 2
+    if dtype == np.int64:
+        return v.astype(np.int64) * (1 << 33) + 7
+    if dtype == np.float64:
+        return v.astype(np.float64) * 1e10 + 0.5
+    return v.astype(dtype) + dtype(0.5) if np.dtype(dtype).kind == "f" else v.astype(dtype)
+
+
+def shuffled(values, lane, base, size, src):
+    """Values read from lane ``src`` of each warp (own value where ``src`` is outside 0..31),
+    and where that is defined (the source lane exists)."""
+    inside = (src >= 0) & (src < 32)
+    defined = ~inside | (src < size)
+    read = np.where(inside & defined, base + src, np.arange(values.size))
+    return values[read], defined
+
+
+def per_warp_sum(x, base):
+    sums = np.zeros(x.size, dtype=x.dtype)
+    np.add.at(sums, base, x)
+    return sums[base]
+
+
+def bits_of(lane, flags):
+    return flags.astype(np.uint64) << lane.astype(np.uint64)
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+
+
+@cuda.jit
+def shfl_idx_kernel(values, src, out):
+    i = cuda.grid(1)
+    out[i] = cuda.shfl_sync(0xFFFFFFFF, values[i], src[i])
+
+
+@cuda.jit
+def shfl_up_kernel(values, delta, out):
+    i = cuda.grid(1)
+    out[i] = cuda.shfl_up_sync(0xFFFFFFFF, values[i], delta)
+
+
+@cuda.jit
+def shfl_down_kernel(values, delta, out):
+    i = cuda.grid(1)
+    out[i] = cuda.shfl_down_sync(0xFFFFFFFF, values[i], delta)
+
+
+@cuda.jit
+def shfl_xor_kernel(values, lane_mask, out):
+    i = cuda.grid(1)
+    out[i] = cuda.shfl_xor_sync(0xFFFFFFFF, values[i], lane_mask)
+
+
+@cuda.jit
+def warp_sum_kernel(values, down, butterfly):
+    i = cuda.grid(1)
+    v = values[i]
+    w = values[i]
+    offset = 16
+    while offset > 0:
+        v += cuda.shfl_down_sync(0xFFFFFFFF, v, offset)
+        w += cuda.shfl_xor_sync(0xFFFFFFFF, w, offset)
+        offset //= 2
+    down[i] = v
+    butterfly[i] = w
+
+
+@cuda.jit
+def block_sum_kernel(values, out):
+    partial = cuda.shared.array(32, np.int64)
+    t = cuda.threadIdx.x
+    v = values[cuda.grid(1)]
+    offset = 16
+    while offset > 0:
+        v += cuda.shfl_down_sync(0xFFFFFFFF, v, offset)
+        offset //= 2
+    if cuda.laneid == 0:
+        partial[t // 32] = v
+    cuda.syncthreads()
+    if t < 32:
+        w = partial[t] if t < cuda.blockDim.x // 32 else 0
+        offset = 16
+        while offset > 0:
+            w += cuda.shfl_down_sync(0xFFFFFFFF, w, offset)
+            offset //= 2
+        if t == 0:
+            out[cuda.blockIdx.x] = w
+
+
+@cuda.jit
+def syncwarp_kernel(out):
+    buf = cuda.shared.array(128, np.int32)
+    t = cuda.threadIdx.x
+    buf[t] = 3 * t + 1
+    cuda.syncwarp()
+    out[cuda.grid(1)] = buf[t ^ 1]
+    cuda.syncwarp(0xFFFFFFFF)
+
+
+@cuda.jit
+def even_lanes_kernel(values, down, idx, total, ballot, votes):
+    i = cuda.grid(1)
+    if cuda.laneid % 2 == 0:
+        v = values[i]
+        down[i] = cuda.shfl_down_sync(0x55555555, v, 2)
+        idx[i] = cuda.shfl_sync(0x55555555, v, 6)
+        s = v
+        offset = 2
+        while offset < 32:
+            s += cuda.shfl_xor_sync(0x55555555, s, offset)
+            offset *= 2
+        total[i] = s
+        ballot[i] = cuda.ballot_sync(0x55555555, v > 0)
+        cuda.syncwarp(0x55555555)
+        votes[i] = cuda.any_sync(0x55555555, v > 0) + 2 * cuda.all_sync(0x55555555, v > 0)
+
+
+@cuda.jit
+def quarter_groups_kernel(out):
+    i = cuda.grid(1)
+    q = cuda.laneid % 4
+    if q == 0:
+        out[i] = cuda.ballot_sync(0x11111111, True)
+    elif q == 1:
+        out[i] = cuda.ballot_sync(0x22222222, True)
+    elif q == 2:
+        out[i] = cuda.ballot_sync(0x44444444, True)
+    else:
+        out[i] = cuda.ballot_sync(0x88888888, True)
+
+
+@cuda.jit
+def ballot_kernel(pred, out):
+    i = cuda.grid(1)
+    out[i] = cuda.ballot_sync(0xFFFFFFFF, pred[i])
+
+
+@cuda.jit
+def vote_kernel(pred, out_all, out_any, out_eq):
+    i = cuda.grid(1)
+    p = pred[i] != 0
+    out_all[i] = cuda.all_sync(0xFFFFFFFF, p)
+    out_any[i] = cuda.any_sync(0xFFFFFFFF, p)
+    out_eq[i] = cuda.eq_sync(0xFFFFFFFF, p)
+
+
+@cuda.jit
+def match_any_kernel(values, out):
+    i = cuda.grid(1)
+    out[i] = cuda.match_any_sync(0xFFFFFFFF, values[i])
+
+
+@cuda.jit
+def match_all_kernel(values, out_mask, out_pred):
+    i = cuda.grid(1)
+    mask, pred = cuda.match_all_sync(0xFFFFFFFF, values[i])
+    out_mask[i] = mask
+    out_pred[i] = pred
+
+
+@cuda.jit
+def lane_masks_kernel(active, lt):
+    i = cuda.grid(1)
+    active[i] = cuda.activemask()
+    lt[i] = cuda.lanemask_lt()
+
+
+@cuda.jit
+def diverged_activemask_kernel(n, active, ballot):
+    i = cuda.grid(1)
+    if i < n:
+        mask = cuda.activemask()
+        active[i] = mask
+        ballot[i] = cuda.ballot_sync(mask, i % 3 == 0)
+
+
+@cuda.jit
+def block_3d_kernel(first, ballot):
+    bx, by, bz = cuda.blockDim.x, cuda.blockDim.y, cuda.blockDim.z
+    tid = cuda.threadIdx.x + bx * (cuda.threadIdx.y + by * cuda.threadIdx.z)
+    g = cuda.blockIdx.x * (bx * by * bz) + tid
+    first[g] = cuda.shfl_sync(0xFFFFFFFF, tid, 0)
+    ballot[g] = cuda.ballot_sync(0xFFFFFFFF, cuda.threadIdx.y % 2 == 0)
+
+
+# ---------------------------------------------------------------------------
+# Shuffles
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shfl_sync_reads_any_existing_lane(rng, dtype, layout):
+    blocks, threads = layout
+    lane, base, size = lanes(blocks, threads)
+    values = make_values(rng, dtype, lane.size)
+    # Only the low 5 bits of the source lane count: -32 and +64 wrap round.
+    target = rng.integers(0, size)
+    src = (target + 32 * rng.integers(-1, 3, lane.size)).astype(np.int32)
+    out = np.zeros_like(values)
+    shfl_idx_kernel[blocks, threads](values, src, out)
+    np.testing.assert_array_equal(out, values[base + target])
+    assert out.dtype == dtype
+
+
+@pytest.mark.parametrize(
+    ("kernel", "source"),
+    [
+        (shfl_up_kernel, lambda lane, d: lane - (d & 31)),
+        (shfl_down_kernel, lambda lane, d: np.where(lane + (d & 31) > 31, -1, lane + (d & 31))),
+        (shfl_xor_kernel, lambda lane, d: lane ^ (d & 31)),
+    ],
+    ids=["up", "down", "xor"],
+)
+@pytest.mark.parametrize("delta", [0, 1, 5, 16, 31, 32, 33])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shfl_relative(rng, kernel, source, delta, dtype):
+    blocks, threads = PARTIAL
+    lane, base, size = lanes(blocks, threads)
+    values = make_values(rng, dtype, lane.size)
+    out = np.zeros_like(values)
+    kernel[blocks, threads](values, np.int32(delta), out)
+    expected, defined = shuffled(values, lane, base, size, source(lane, delta))
+    np.testing.assert_array_equal(out[defined], expected[defined])
+    assert defined[:32].all()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    ("kernel", "source"),
+    [
+        (shfl_up_kernel, lambda lane: lane - 3),
+        (shfl_down_kernel, lambda lane: np.where(lane + 3 > 31, -1, lane + 3)),
+        (shfl_xor_kernel, lambda lane: lane ^ 3),
+    ],
+    ids=["up", "down", "xor"],
+)
+def test_shfl_relative_layouts(rng, kernel, source, layout):
+    blocks, threads = layout
+    lane, base, size = lanes(blocks, threads)
+    values = make_values(rng, np.int32, lane.size)
+    out = np.zeros_like(values)
+    kernel[blocks, threads](values, np.int32(3), out)
+    expected, defined = shuffled(values, lane, base, size, source(lane))
+    np.testing.assert_array_equal(out[defined], expected[defined])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_warp_sum_reduction(rng, dtype):
+    blocks, threads = 3, 128
+    lane, base, _ = lanes(blocks, threads)
+    values = make_values(rng, dtype, lane.size) // 8
+    down = np.zeros_like(values)
+    butterfly = np.zeros_like(values)
+    warp_sum_kernel[blocks, threads](values, down, butterfly)
+    sums = per_warp_sum(values.astype(np.float64), base)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(down[lane == 0], sums[lane == 0], rtol=rtol)
+    np.testing.assert_allclose(butterfly, sums, rtol=rtol)
+
+
+def test_block_sum_with_shuffles_and_syncthreads(rng):
+    blocks, threads = 3, 256
+    values = rng.integers(-(1 << 40), 1 << 40, blocks * threads)
+    out = np.zeros(blocks, np.int64)
+    block_sum_kernel[blocks, threads](values, out)
+    np.testing.assert_array_equal(out, values.reshape(blocks, threads).sum(axis=1))
+
+
+# ---------------------------------------------------------------------------
+# syncwarp and masks naming a subset of lanes
+
+
+@pytest.mark.parametrize("layout", [(1, 32), (1, 128), (2, 40)])
+def test_syncwarp_orders_shared_memory(layout):
+    blocks, threads = layout
+    out = np.zeros(blocks * threads, np.int32)
+    syncwarp_kernel[blocks, threads](out)
+    t = np.arange(out.size) % threads
+    np.testing.assert_array_equal(out, 3 * (t ^ 1) + 1)
+
+
+@pytest.mark.parametrize("layout", [(1, 32), (2, 64)])
+def test_even_lanes_only(rng, layout):
+    blocks, threads = layout
+    lane, base, _ = lanes(blocks, threads)
+    values = rng.integers(-100, 100, lane.size).astype(np.int32)
+    down, idx, total, ballot, votes = (np.full(lane.size, -7, np.int64) for _ in range(5))
+    even_lanes_kernel[blocks, threads](values, down, idx, total, ballot, votes)
+
+    even = lane % 2 == 0
+    np.testing.assert_array_equal(down[~even], -7)
+    src = np.where(lane + 2 > 31, np.arange(lane.size), base + lane + 2)
+    np.testing.assert_array_equal(down[even], values[src][even])
+    np.testing.assert_array_equal(idx[even], values[base + 6][even])
+    sums = per_warp_sum(np.where(even, values, 0).astype(np.int64), base)
+    np.testing.assert_array_equal(total[even], sums[even])
+    bits = per_warp_sum(bits_of(lane, even & (values > 0)), base)
+    np.testing.assert_array_equal(ballot[even], bits[even])
+    positives = per_warp_sum((even & (values > 0)).astype(np.int64), base)
+    expected_votes = (positives > 0) + 2 * (positives == 16)
+    np.testing.assert_array_equal(votes[even], expected_votes[even])
+
+
+@pytest.mark.parametrize("layout", [(1, 32), (2, 96)])
+def test_disjoint_groups_run_side_by_side(layout):
+    blocks, threads = layout
+    out = np.zeros(blocks * threads, np.uint32)
+    quarter_groups_kernel[blocks, threads](out)
+    lane = np.arange(out.size) % threads % 32
+    np.testing.assert_array_equal(out, np.uint32(0x11111111) << (lane % 4).astype(np.uint32))
+
+
+# ---------------------------------------------------------------------------
+# Votes, matches and lane masks
+
+
+def predicates(rng, lane, base):
+    """Per warp in turn: all true, all false, random, all but one true."""
+    kind = (base // 32) % 4
+    random = rng.integers(0, 2, lane.size)
+    pred = np.select([kind == 0, kind == 1, kind == 2], [1, 0, random], default=lane != 3)
+    return pred.astype(np.int32)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_ballot_sync(rng, layout):
+    blocks, threads = layout
+    lane, base, _ = lanes(blocks, threads)
+    pred = rng.integers(0, 2, lane.size).astype(np.int32)
+    out = np.zeros(lane.size, np.uint32)
+    ballot_kernel[blocks, threads](pred, out)
+    np.testing.assert_array_equal(out, per_warp_sum(bits_of(lane, pred != 0), base))
+
+
+@pytest.mark.parametrize("layout", [(1, 128), (2, 40), (1, 200)])
+def test_all_any_eq_sync(rng, layout):
+    blocks, threads = layout
+    lane, base, size = lanes(blocks, threads)
+    pred = predicates(rng, lane, base)
+    out_all, out_any, out_eq = (np.full(lane.size, 9, np.int32) for _ in range(3))
+    vote_kernel[blocks, threads](pred, out_all, out_any, out_eq)
+    count = per_warp_sum(pred.astype(np.int64), base)
+    np.testing.assert_array_equal(out_all, count == size)
+    np.testing.assert_array_equal(out_any, count > 0)
+    np.testing.assert_array_equal(out_eq, (count == 0) | (count == size))
+
+
+def match_values(rng, dtype, n):
+    if np.dtype(dtype).kind == "f":
+        return rng.choice(np.array([0.0, -0.0, 1.5, np.nan], dtype=dtype), n)
+    return (rng.integers(-2, 2, n) * (1 << 33 if dtype == np.int64 else 1)).astype(dtype)
+
+
+def same_bits(values):
+    bits = values.view(f"u{values.itemsize}")
+    return bits[:, None] == bits[None, :]
+
+
+@pytest.mark.parametrize("layout", [(1, 64), (2, 40)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_match_any_sync(rng, dtype, layout):
+    blocks, threads = layout
+    lane, base, _ = lanes(blocks, threads)
+    values = match_values(rng, dtype, lane.size)
+    out = np.zeros(lane.size, np.uint32)
+    match_any_kernel[blocks, threads](values, out)
+    warp = base[:, None] == base[None, :]
+    expected = ((same_bits(values) & warp) * (np.uint64(1) << lane.astype(np.uint64))).sum(1)
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("layout", [(1, 128), (2, 40)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_match_all_sync(rng, dtype, layout):
+    blocks, threads = layout
+    lane, base, size = lanes(blocks, threads)
+    values = match_values(rng, dtype, lane.size)
+    uniform = (base // 32) % 2 == 0
+    values[uniform] = values[base[uniform]]
+    values[~uniform & (lane == 0)] = 7  # the other values are 0, -0, 1.5, nan or -2..1
+    out_mask = np.full(lane.size, 5, np.uint32)
+    out_pred = np.full(lane.size, 5, np.int32)
+    match_all_kernel[blocks, threads](values, out_mask, out_pred)
+    existing = (np.uint64(1) << size.astype(np.uint64)) - np.uint64(1)
+    np.testing.assert_array_equal(out_pred, uniform)
+    np.testing.assert_array_equal(out_mask, np.where(uniform, existing, 0))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_activemask_and_lanemask_lt(layout):
+    blocks, threads = layout
+    lane, _, size = lanes(blocks, threads)
+    active = np.zeros(lane.size, np.uint32)
+    lt = np.zeros(lane.size, np.uint32)
+    lane_masks_kernel[blocks, threads](active, lt)
+    one = np.uint64(1)
+    np.testing.assert_array_equal(active, (one << size.astype(np.uint64)) - one)
+    np.testing.assert_array_equal(lt, (one << lane.astype(np.uint64)) - one)
+
+
+@pytest.mark.parametrize("n", [0, 1, 17, 45, 64])
+def test_activemask_in_a_branch(n):
+    blocks, threads = 1, 64
+    lane, base, _ = lanes(blocks, threads)
+    active = np.zeros(blocks * threads, np.uint32)
+    ballot = np.zeros(blocks * threads, np.uint32)
+    diverged_activemask_kernel[blocks, threads](n, active, ballot)
+    taken = np.arange(lane.size) < n
+    np.testing.assert_array_equal(active[~taken], 0)
+    np.testing.assert_array_equal(active[taken], per_warp_sum(bits_of(lane, taken), base)[taken])
+    expected = per_warp_sum(bits_of(lane, taken & (np.arange(lane.size) % 3 == 0)), base)
+    np.testing.assert_array_equal(ballot[taken], expected[taken])
+
+
+@pytest.mark.parametrize("block", [(8, 4, 2), (5, 3, 3)])
+def test_warps_of_a_3d_block(block):
+    blocks = 2
+    threads = int(np.prod(block))
+    first = np.zeros(blocks * threads, np.int64)
+    ballot = np.zeros(blocks * threads, np.uint32)
+    block_3d_kernel[blocks, block](first, ballot)
+
+    tid = np.arange(first.size) % threads
+    y = tid // block[0] % block[1]
+    lane, base, _ = lanes(blocks, threads)
+    np.testing.assert_array_equal(first, tid - lane)
+    np.testing.assert_array_equal(ballot, per_warp_sum(bits_of(lane, y % 2 == 0), base))
+
+
+# ---------------------------------------------------------------------------
+# Simulator only: value types, undefined reads, misuse
+
+
+@cuda.jit
+def pass_around_kernel(values, results):
+    lane = cuda.laneid
+    results[lane] = cuda.shfl_xor_sync(0xFFFFFFFF, values[lane], 1)
+
+
+@pytest.mark.sim_only
+@pytest.mark.parametrize(
+    "value",
+    [7, 2.5, True, 1 + 2j, np.float16(1.5), np.float32(2.5), np.int8(-3), np.uint64(1 << 63)],
+    ids=repr,
+)
+def test_shuffle_keeps_the_value_object(value):
+    values = [value] * 32
+    values[1] = type(value)(1)
+    results = [None] * 32
+    pass_around_kernel[1, 32](values, results)
+    assert results[0] is values[1] and type(results[0]) is type(value)
+
+
+@cuda.jit
+def undefined_reads_kernel(values, out):
+    i = cuda.grid(1)
+    if cuda.laneid < 4:
+        out[i] = cuda.shfl_down_sync(0x0000000F, values[i], 2)
+    else:
+        out[i] = cuda.shfl_sync(0xFFFFFFF0, values[i], 30)
+
+
+@pytest.mark.sim_only
+def test_undefined_reads_return_own_value():
+    # Lanes 2 and 3 read lanes 4 and 5, outside their mask; in warp 1, which has
+    # lanes 0..7, lanes 4..7 read lane 30, which does not exist.
+    values = np.arange(40, dtype=np.int32) * 10
+    out = np.zeros_like(values)
+    undefined_reads_kernel[1, 40](values, out)
+    np.testing.assert_array_equal(out[:4], [20, 30, 20, 30])
+    np.testing.assert_array_equal(out[4:32], 300)
+    np.testing.assert_array_equal(out[32:], [340, 350, 340, 350, 360, 370, 380, 390])
+
+
+@cuda.jit
+def early_exit_kernel(values, out):
+    i = cuda.grid(1)
+    if cuda.laneid == 5:
+        return
+    out[i] = cuda.shfl_down_sync(0xFFFFFFFF, values[i], 1)
+
+
+@cuda.jit
+def syncthreads_deadlock_kernel(values, out):
+    i = cuda.grid(1)
+    if cuda.laneid == 5:
+        cuda.syncthreads()
+    else:
+        out[i] = cuda.shfl_down_sync(0xFFFFFFFF, values[i], 1)
+
+
+@cuda.jit
+def mismatched_op_kernel(values, out):
+    i = cuda.grid(1)
+    if cuda.laneid == 5:
+        out[i] = cuda.ballot_sync(0xFFFFFFFF, True)
+    else:
+        out[i] = cuda.shfl_down_sync(0xFFFFFFFF, values[i], 1)
+
+
+@cuda.jit
+def mismatched_mask_kernel(values, out):
+    i = cuda.grid(1)
+    if cuda.laneid == 5:
+        out[i] = cuda.shfl_down_sync(0x0000FFFF, values[i], 1)
+    else:
+        out[i] = cuda.shfl_down_sync(0xFFFFFFFF, values[i], 1)
+
+
+@cuda.jit
+def not_in_mask_kernel(values, out):
+    i = cuda.grid(1)
+    if cuda.laneid == 7:
+        out[i] = cuda.shfl_sync(0x00000001, values[i], 0)
+
+
+@cuda.jit
+def late_lane_kernel(values, out):
+    i = cuda.grid(1)
+    if cuda.laneid == 5:
+        time.sleep(1.5)
+    out[i] = cuda.shfl_down_sync(0xFFFFFFFF, values[i], 1)
+
+
+@cuda.jit
+def failing_lane_kernel(values, out):
+    i = cuda.grid(1)
+    if cuda.laneid == 5:
+        out[i] = values[10**6]
+    out[i] = cuda.shfl_down_sync(0xFFFFFFFF, values[i], 1)
+
+
+def run_failing(kernel, threads=64):
+    values = np.arange(threads, dtype=np.int32)
+    out = np.zeros_like(values)
+    start = time.monotonic()
+    with pytest.raises(Exception) as info:
+        kernel[1, threads](values, out)
+    assert time.monotonic() - start < 10
+    return info
+
+
+@pytest.mark.sim_only
+def test_lane_exiting_before_a_collective():
+    info = run_failing(early_exit_kernel)
+    assert info.type is WarpCollectiveError
+    assert "lane 5 " in str(info.value) and "exited" in str(info.value)
+    assert "shfl_down_sync" in str(info.value) and "0xffffffff" in str(info.value)
+
+
+@pytest.mark.sim_only
+def test_lane_in_syncthreads_while_others_shuffle():
+    info = run_failing(syncthreads_deadlock_kernel)
+    assert info.type is WarpCollectiveError
+    assert "lane 5 " in str(info.value) and "syncthreads" in str(info.value)
+
+
+@pytest.mark.sim_only
+def test_lanes_calling_different_intrinsics():
+    info = run_failing(mismatched_op_kernel)
+    assert info.type is WarpCollectiveError
+    message = str(info.value)
+    assert "lane 5 " in message and "ballot_sync" in message and "shfl_down_sync" in message
+
+
+@pytest.mark.sim_only
+def test_lanes_passing_different_masks():
+    info = run_failing(mismatched_mask_kernel)
+    assert info.type is WarpCollectiveError
+    message = str(info.value)
+    assert "lane 5" in message and "0x0000ffff" in message and "0xffffffff" in message
+
+
+@pytest.mark.sim_only
+def test_caller_not_in_its_mask():
+    info = run_failing(not_in_mask_kernel)
+    assert info.type is WarpCollectiveError
+    assert "lane 7 " in str(info.value) and "0x00000001" in str(info.value)
+
+
+@pytest.mark.sim_only
+def test_timeout_names_the_missing_lane(monkeypatch):
+    monkeypatch.setenv(TIMEOUT_ENV, "0.3")
+    info = run_failing(late_lane_kernel, threads=32)
+    assert info.type is WarpCollectiveError
+    assert "never reached" in str(info.value) and "lane 5 (running)" in str(info.value)
+
+
+@pytest.mark.sim_only
+def test_error_in_one_lane_reaches_the_caller():
+    info = run_failing(failing_lane_kernel)
+    assert info.type is IndexError
+
+
+@pytest.mark.sim_only
+def test_outside_a_kernel():
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    fake = FakeCUDAModule((1, 1, 1), (32, 1, 1), 0)
+    with pytest.raises(WarpCollectiveError, match="inside a kernel"):
+        fake.ballot_sync(FULL, True)
+
+
+@pytest.mark.sim_only
+def test_install_is_idempotent():
+    from numba.cuda.simulator.kernel import BlockThread
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    from workbook.sim import warp
+
+    run, shfl = BlockThread.run, FakeCUDAModule.shfl_sync
+    warp.install()
+    assert BlockThread.run is run and FakeCUDAModule.shfl_sync is shfl
+    assert all(hasattr(FakeCUDAModule, name) for name in warp.INTRINSICS)
+
+
+@pytest.mark.sim_only
+def test_reduction_is_fast(rng):
+    values = rng.standard_normal(256)
+    down = np.zeros_like(values)
+    butterfly = np.zeros_like(values)
+    start = time.monotonic()
+    warp_sum_kernel[1, 256](values, down, butterfly)
+    assert time.monotonic() - start < 2

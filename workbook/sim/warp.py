@@ -1,0 +1,509 @@
+"""Warp-level intrinsics for numba-cuda's CUDA simulator.
+
+The simulator runs every thread of a block as a Python thread but knows nothing
+of warps. :func:`install` adds the warp intrinsics to the simulated ``cuda``
+module: ``shfl_sync``, ``shfl_up_sync``, ``shfl_down_sync``, ``shfl_xor_sync``,
+``syncwarp``, ``ballot_sync``, ``all_sync``, ``any_sync``, ``eq_sync``,
+``match_any_sync``, ``match_all_sync``, ``activemask`` and ``lanemask_lt``.
+
+Warps
+    Thread ``t = x + bdx * (y + bdy * z)`` of a block is lane ``t % 32`` of warp
+    ``t // 32``. Lanes past the end of the block (a partial last warp) do not
+    exist and are dropped from every mask.
+
+Rendezvous
+    Every intrinsic except ``activemask`` and ``lanemask_lt`` is a collective:
+    all lanes named in the mask must call the same intrinsic with the same mask
+    before any of them returns, and each result is computed from all of their
+    arguments. Where a GPU would hang or give undefined results the simulator
+    raises :class:`WarpCollectiveError` instead: the caller is not in its own
+    mask, a named lane waits in ``cuda.syncthreads()``, two lanes that name
+    each other called different intrinsics or masks, or a named lane did not
+    arrive within ``WORKBOOK_WARP_TIMEOUT`` seconds (default 5). A named lane
+    that exited is an error too: a GPU leaves it out of votes, but a shuffle
+    reads an undefined value from it.
+
+Undefined values
+    A shuffle that reads from a lane that does not exist or is not in the mask
+    returns the caller's own value. As in PTX, only the low 5 bits of a
+    shuffle's lane or offset operand are used.
+
+Active lanes
+    The simulator cannot see branch divergence, so ``activemask`` waits until
+    every other lane of the warp has exited or waits somewhere (in a warp
+    intrinsic, ``activemask`` or ``cuda.syncthreads()``), and counts as active
+    the lanes waiting in the same ``activemask`` call: the lanes that would run
+    it together on a GPU.
+
+Return types
+    Shuffles return the source lane's value object unchanged. Masks are
+    ``np.uint32`` (on a GPU ``ballot_sync`` and ``match_any_sync`` give an
+    int32 with the same bits); predicates are ``bool``; ``match_all_sync``
+    gives ``(mask, True)`` or ``(0, False)``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+__all__ = ["DEFAULT_TIMEOUT", "INTRINSICS", "TIMEOUT_ENV", "WarpCollectiveError", "install"]
+
+WARP_SIZE = 32
+FULL_MASK = 0xFFFFFFFF
+TIMEOUT_ENV = "WORKBOOK_WARP_TIMEOUT"
+DEFAULT_TIMEOUT = 5.0
+_POLL_S = 0.05
+_INSTALLED = "_workbook_warp_installed"
+_WARPS = "_workbook_warps"
+_BARRIERS = "_workbook_barriers"
+_state_lock = threading.Lock()
+
+
+class WarpCollectiveError(RuntimeError):
+    """A warp collective was used in a way that hangs or is undefined on a GPU."""
+
+
+# ---------------------------------------------------------------------------
+# Per-block state
+
+
+class _Arrival:
+    """One lane's call of a collective, waiting for the rest of its group."""
+
+    __slots__ = ("op", "raw_mask", "mask", "lane", "value", "arg", "result", "done")
+
+    def __init__(self, op, raw_mask, mask, lane, value, arg):
+        self.op = op
+        self.raw_mask = raw_mask
+        self.mask = mask  # raw_mask restricted to the lanes that exist
+        self.lane = lane
+        self.value = value
+        self.arg = arg
+        self.result = None
+        self.done = False
+
+    def joins(self, other: _Arrival) -> bool:
+        return self.op == other.op and self.mask == other.mask
+
+    def describe(self) -> str:
+        if self.op == "activemask":
+            return "activemask"
+        return f"{self.op} with mask {self.raw_mask:#010x}"
+
+
+class _Warp:
+    """Rendezvous state of one warp of one block, guarded by ``cond``."""
+
+    def __init__(self, index: int, existing: int):
+        self.index = index
+        self.existing = existing
+        self.cond = threading.Condition()
+        self.pending: dict[int, _Arrival] = {}
+        self.at_activemask: dict[int, _Arrival] = {}
+        self.threads: dict[int, threading.Thread] = {}
+        self.exited = 0
+
+
+def _make_warps(nthreads: int) -> list[_Warp]:
+    count = -(-nthreads // WARP_SIZE)
+    sizes = [min(WARP_SIZE, nthreads - w * WARP_SIZE) for w in range(count)]
+    return [_Warp(w, (1 << size) - 1) for w, size in enumerate(sizes)]
+
+
+def _warps_of(manager) -> list[_Warp]:
+    warps = getattr(manager, _WARPS, None)
+    if warps is None:
+        with _state_lock:
+            warps = getattr(manager, _WARPS, None)
+            if warps is None:
+                warps = _make_warps(int(np.prod(manager._block_dim)))
+                setattr(manager, _WARPS, warps)
+    return warps
+
+
+def _locate(thread) -> tuple[_Warp, int]:
+    tid = thread.thread_id
+    return _warps_of(thread._manager)[tid // WARP_SIZE], tid % WARP_SIZE
+
+
+def _current(op: str):
+    thread = threading.current_thread()
+    if getattr(thread, "_manager", None) is None:
+        raise WarpCollectiveError(f"cuda.{op}() can only be called inside a kernel")
+    warp, lane = _locate(thread)
+    return thread, warp, lane
+
+
+def _barriers(thread) -> int:
+    return getattr(thread, _BARRIERS, 0)
+
+
+@functools.cache
+def _lanes(mask: int) -> tuple[int, ...]:
+    return tuple(lane for lane in range(WARP_SIZE) if mask >> lane & 1)
+
+
+def _timeout() -> float:
+    text = os.environ.get(TIMEOUT_ENV) or str(DEFAULT_TIMEOUT)
+    try:
+        return float(text)
+    except ValueError:
+        raise WarpCollectiveError(f"{TIMEOUT_ENV}={text!r} is not a number of seconds") from None
+
+
+# ---------------------------------------------------------------------------
+# Messages
+
+
+def _where(warp: _Warp, lane: int, thread) -> str:
+    block = ",".join(str(i) for i in thread.blockIdx)
+    return f"lane {lane} of warp {warp.index} (block ({block}))"
+
+
+def _exit_error(warp, lane, thread, arrival):
+    named = f"{_where(warp, lane, thread)} is named in {arrival.describe()}"
+    other = warp.threads.get(lane)
+    exc = other.exception[0] if other is not None and other.exception else None
+    if exc is None:
+        return WarpCollectiveError(f"{named} but exited without reaching it")
+    # Keep the type of the error that stopped the lane, so that whichever thread
+    # the simulator reports, the launch fails with that error.
+    message = f"{named} but stopped with {type(exc).__name__}: {exc}"
+    try:
+        return type(exc)(message)
+    except Exception:
+        return WarpCollectiveError(message)
+
+
+def _doing(warp: _Warp, lane: int) -> str:
+    other = warp.pending.get(lane)
+    if other is not None:
+        return f"lane {lane} (waiting in {other.describe()})"
+    if lane in warp.at_activemask:
+        return f"lane {lane} (waiting in activemask)"
+    if lane not in warp.threads:
+        return f"lane {lane} (not started)"
+    return f"lane {lane} (running)"
+
+
+# ---------------------------------------------------------------------------
+# Rendezvous
+
+
+def _check_abort(thread, op: str) -> None:
+    if getattr(thread, "abort", False):
+        raise WarpCollectiveError(f"{op} abandoned: another thread of the block raised an error")
+
+
+def _missing(warp: _Warp, arrival: _Arrival) -> list[int]:
+    if arrival.op == "activemask":
+        return _running(warp, arrival.arg)
+    return [
+        lane
+        for lane in _lanes(arrival.mask)
+        if not (lane in warp.pending and warp.pending[lane].joins(arrival))
+    ]
+
+
+def _check_missing(warp: _Warp, arrival: _Arrival, thread) -> None:
+    """Raise if a lane that ``arrival`` waits for can never arrive."""
+    for lane in _missing(warp, arrival):
+        other = warp.pending.get(lane)
+        if other is not None:
+            if other.mask >> arrival.lane & 1:
+                raise WarpCollectiveError(
+                    f"{_where(warp, arrival.lane, thread)} called {arrival.describe()}, "
+                    f"but lane {lane}, which it names, called {other.describe()}"
+                )
+        elif warp.exited >> lane & 1:
+            raise _exit_error(warp, lane, thread, arrival)
+        elif _barriers(warp.threads.get(lane)) > _barriers(thread):
+            raise WarpCollectiveError(
+                f"{_where(warp, lane, thread)} is named in {arrival.describe()} "
+                f"but waits in cuda.syncthreads(), which cannot finish "
+                f"while lane {arrival.lane} waits in {arrival.op}: this deadlocks"
+            )
+
+
+def _complete_if_ready(warp: _Warp, arrival: _Arrival) -> None:
+    """If every lane of ``arrival``'s group has arrived, hand out all results."""
+    group = {}
+    for lane in _lanes(arrival.mask):
+        other = warp.pending.get(lane)
+        if other is None or not other.joins(arrival):
+            return
+        group[lane] = other
+    results = _RESULTS[arrival.op](group, arrival.mask)
+    for lane, member in group.items():
+        member.result = results[lane]
+        member.done = True
+        del warp.pending[lane]
+    warp.cond.notify_all()
+
+
+def _running(warp: _Warp, level: int) -> list[int]:
+    """Lanes that may still reach a warp intrinsic, for a waiter past ``level`` barriers."""
+    return [
+        lane
+        for lane in _lanes(warp.existing & ~warp.exited)
+        if lane not in warp.pending
+        and lane not in warp.at_activemask
+        and _barriers(warp.threads.get(lane)) <= level
+    ]
+
+
+def _settle_activemask(warp: _Warp) -> None:
+    """Once no lane of the warp runs, give each ``activemask`` caller its group's mask."""
+    waiting = warp.at_activemask
+    if not waiting or _running(warp, next(iter(waiting.values())).arg):
+        return
+    sites: dict[object, int] = {}
+    for lane, arrival in waiting.items():
+        sites[arrival.value] = sites.get(arrival.value, 0) | 1 << lane
+    for arrival in waiting.values():
+        arrival.result = np.uint32(sites[arrival.value])
+        arrival.done = True
+    waiting.clear()
+    warp.cond.notify_all()
+
+
+def _wait(warp: _Warp, arrival: _Arrival, thread) -> None:
+    timeout = _timeout()
+    deadline = time.monotonic() + timeout
+    while not arrival.done:
+        _check_abort(thread, arrival.op)
+        _check_missing(warp, arrival, thread)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            lanes = ", ".join(_doing(warp, lane) for lane in _missing(warp, arrival))
+            raise WarpCollectiveError(
+                f"{_where(warp, arrival.lane, thread)} waited {timeout:g} s in "
+                f"{arrival.describe()} for lanes that never reached it: {lanes} "
+                f"(set {TIMEOUT_ENV} to wait longer)"
+            )
+        warp.cond.wait(min(_POLL_S, remaining))
+
+
+def _collective(op: str, mask, value=None, arg=None):
+    thread, warp, lane = _current(op)
+    _check_abort(thread, op)
+    raw_mask = int(mask) & FULL_MASK
+    if not raw_mask >> lane & 1:
+        raise WarpCollectiveError(
+            f"{_where(warp, lane, thread)} called {op} with mask {raw_mask:#010x}, "
+            f"which does not include lane {lane}"
+        )
+    arrival = _Arrival(op, raw_mask, raw_mask & warp.existing, lane, value, arg)
+    with warp.cond:
+        warp.pending[lane] = arrival
+        try:
+            _complete_if_ready(warp, arrival)
+            _settle_activemask(warp)
+            _wait(warp, arrival, thread)
+        finally:
+            if warp.pending.get(lane) is arrival:
+                del warp.pending[lane]
+    return arrival.result
+
+
+def _activemask(site):
+    thread, warp, lane = _current("activemask")
+    _check_abort(thread, "activemask")
+    # value: the call site, which tells groups apart; arg: barriers passed so far.
+    arrival = _Arrival("activemask", 0, 0, lane, site, _barriers(thread))
+    with warp.cond:
+        warp.at_activemask[lane] = arrival
+        try:
+            _settle_activemask(warp)
+            _wait(warp, arrival, thread)
+        finally:
+            if warp.at_activemask.get(lane) is arrival:
+                del warp.at_activemask[lane]
+    return arrival.result
+
+
+# ---------------------------------------------------------------------------
+# Results: each takes {lane: arrival} and the group's mask, returns {lane: result}
+
+
+def _shuffle(source):
+    """Results of a shuffle whose lane ``lane`` reads from ``source(lane, b & 31)``."""
+
+    def results(group, mask):
+        out = {}
+        for lane, arrival in group.items():
+            src = group.get(source(lane, int(arrival.arg) & (WARP_SIZE - 1)))
+            out[lane] = arrival.value if src is None else src.value
+        return out
+
+    return results
+
+
+def _ballot_bits(group) -> int:
+    return sum(1 << lane for lane, arrival in group.items() if arrival.value)
+
+
+def _vote(decide):
+    def results(group, mask):
+        result = decide(_ballot_bits(group), mask)
+        return dict.fromkeys(group, result)
+
+    return results
+
+
+def _match_keys(group) -> dict[int, object]:
+    """Values compared as a GPU does: by their bits, floats as float64 if any is a float."""
+    values = {lane: arrival.value for lane, arrival in group.items()}
+    if any(isinstance(v, float | np.floating) for v in values.values()):
+        return {lane: np.float64(v).view(np.int64).item() for lane, v in values.items()}
+    return {lane: int(v) if isinstance(v, int | np.integer) else v for lane, v in values.items()}
+
+
+def _match_any(group, mask):
+    keys = _match_keys(group)
+    bits: dict[object, int] = {}
+    for lane, key in keys.items():
+        bits[key] = bits.get(key, 0) | 1 << lane
+    return {lane: np.uint32(bits[key]) for lane, key in keys.items()}
+
+
+def _match_all(group, mask):
+    same = len(set(_match_keys(group).values())) == 1
+    return dict.fromkeys(group, (np.uint32(mask), True) if same else (np.uint32(0), False))
+
+
+_RESULTS = {
+    "shfl_sync": _shuffle(lambda lane, b: b),
+    "shfl_up_sync": _shuffle(lambda lane, b: lane - b),
+    "shfl_down_sync": _shuffle(lambda lane, b: lane + b),
+    "shfl_xor_sync": _shuffle(lambda lane, b: lane ^ b),
+    "syncwarp": lambda group, mask: dict.fromkeys(group),
+    "ballot_sync": _vote(lambda bits, mask: np.uint32(bits)),
+    "all_sync": _vote(lambda bits, mask: bits == mask),
+    "any_sync": _vote(lambda bits, mask: bits != 0),
+    "eq_sync": _vote(lambda bits, mask: bits in (0, mask)),
+    "match_any_sync": _match_any,
+    "match_all_sync": _match_all,
+}
+
+
+# ---------------------------------------------------------------------------
+# The intrinsics, as methods of the simulator's fake ``cuda`` module
+
+
+class _WarpIntrinsics:
+    """Methods copied onto ``FakeCUDAModule`` by :func:`install`."""
+
+    def shfl_sync(self, mask, value, src_lane):
+        """Value of ``value`` in lane ``src_lane & 31``."""
+        return _collective("shfl_sync", mask, value, src_lane)
+
+    def shfl_up_sync(self, mask, value, delta):
+        """Value of ``value`` in lane ``laneid - (delta & 31)``; the caller's own below 0."""
+        return _collective("shfl_up_sync", mask, value, delta)
+
+    def shfl_down_sync(self, mask, value, delta):
+        """Value of ``value`` in lane ``laneid + (delta & 31)``; the caller's own above 31."""
+        return _collective("shfl_down_sync", mask, value, delta)
+
+    def shfl_xor_sync(self, mask, value, lane_mask):
+        """Value of ``value`` in lane ``laneid ^ (lane_mask & 31)``."""
+        return _collective("shfl_xor_sync", mask, value, lane_mask)
+
+    def syncwarp(self, mask=FULL_MASK):
+        """Wait until every lane in ``mask`` reaches ``syncwarp``."""
+        _collective("syncwarp", mask)
+
+    def ballot_sync(self, mask, predicate):
+        """``np.uint32`` mask of the lanes in ``mask`` whose predicate is true."""
+        return _collective("ballot_sync", mask, predicate)
+
+    def all_sync(self, mask, predicate):
+        """True if the predicate is true in every lane of ``mask``."""
+        return _collective("all_sync", mask, predicate)
+
+    def any_sync(self, mask, predicate):
+        """True if the predicate is true in some lane of ``mask``."""
+        return _collective("any_sync", mask, predicate)
+
+    def eq_sync(self, mask, predicate):
+        """True if the predicate is true in all lanes of ``mask`` or in none."""
+        return _collective("eq_sync", mask, predicate)
+
+    def match_any_sync(self, mask, value):
+        """``np.uint32`` mask of the lanes in ``mask`` whose value equals the caller's."""
+        return _collective("match_any_sync", mask, value)
+
+    def match_all_sync(self, mask, value):
+        """``(mask, True)`` if every lane in ``mask`` has the same value, else ``(0, False)``."""
+        return _collective("match_all_sync", mask, value)
+
+    def activemask(self):
+        """``np.uint32`` mask of the lanes that call this ``activemask`` together.
+
+        Waits until no other lane of the warp runs (see the module's docstring).
+        """
+        caller = sys._getframe(1)
+        return _activemask((caller.f_code, caller.f_lasti))
+
+    def lanemask_lt(self):
+        """``np.uint32`` mask of the lanes below the caller's."""
+        _, _, lane = _current("lanemask_lt")
+        return np.uint32((1 << lane) - 1)
+
+
+INTRINSICS = tuple(name for name in vars(_WarpIntrinsics) if not name.startswith("_"))
+
+
+# ---------------------------------------------------------------------------
+# Installation
+
+
+def _track_threads(block_thread) -> None:
+    """Record when each simulated thread starts, exits and enters ``syncthreads``."""
+    run, syncthreads = block_thread.run, block_thread.syncthreads
+
+    @functools.wraps(run)
+    def tracked_run(self):
+        warp, lane = _locate(self)
+        with warp.cond:
+            warp.threads[lane] = self
+        try:
+            run(self)
+        finally:
+            with warp.cond:
+                warp.exited |= 1 << lane
+                warp.cond.notify_all()
+                _settle_activemask(warp)
+
+    @functools.wraps(syncthreads)
+    def counted_syncthreads(self):
+        warp, _ = _locate(self)
+        with warp.cond:
+            setattr(self, _BARRIERS, _barriers(self) + 1)
+            if warp.pending:
+                warp.cond.notify_all()
+            _settle_activemask(warp)
+        syncthreads(self)
+
+    block_thread.run = tracked_run
+    block_thread.syncthreads = counted_syncthreads
+
+
+def install() -> None:
+    """Add the warp intrinsics to the simulator's ``cuda`` module (idempotent)."""
+    from numba.cuda.simulator import kernel, kernelapi
+
+    block_thread = kernel.BlockThread
+    if getattr(block_thread, _INSTALLED, False):
+        return
+    _track_threads(block_thread)
+    for name in INTRINSICS:
+        setattr(kernelapi.FakeCUDAModule, name, getattr(_WarpIntrinsics, name))
+    setattr(block_thread, _INSTALLED, True)
