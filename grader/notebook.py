@@ -6,7 +6,8 @@ where ROLE is
 
 * ``"setup"``    -- imports and constants every exercise needs (run by the grader);
 * ``"exercise"`` -- the student's code for exercise ID (run by the grader);
-* ``"check"``    -- the self-check the student runs in the notebook (ignored by the grader).
+* ``"check"``    -- the self-check the student runs in the notebook (ignored by the grader);
+* ``"example"``  -- complete code shown to students, not graded (benchmarks run it).
 
 All other cells (explanations, plots, benchmarks) are never run by the grader.
 The notebook's own metadata names the lesson: ``metadata.workbook.lesson``.
@@ -20,7 +21,7 @@ from pathlib import Path
 import nbformat
 
 SCHEMA_VERSION = 1
-ROLES = ("setup", "exercise", "check")
+ROLES = ("setup", "exercise", "check", "example")
 
 
 class NotebookError(ValueError):
@@ -48,6 +49,10 @@ class LessonNotebook:
                 seen.setdefault(cell.exercise_id, None)
         return list(seen)
 
+    def definitions(self) -> list[GradedCell]:
+        """Every setup, exercise and example cell: all the code a benchmark needs."""
+        return [c for c in self.cells if c.role in ("setup", "exercise", "example")]
+
     def program_for(self, exercise_id: str) -> list[GradedCell]:
         """Setup cells and exercise cells up to and including ``exercise_id``'s."""
         order = self.exercise_ids()
@@ -64,7 +69,7 @@ def cell_marker(cell) -> dict | None:
     role = meta.get("role")
     if role not in ROLES:
         raise NotebookError(f"cell has workbook role {role!r}; expected one of {ROLES}")
-    if role != "setup" and not meta.get("exercise_id"):
+    if role in ("exercise", "check") and not meta.get("exercise_id"):
         raise NotebookError(f"a {role!r} cell needs an exercise_id in its workbook metadata")
     return meta
 

@@ -9,11 +9,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import workbook
 from grader.grade import grade_notebook
 from grader.notebook import NotebookError, find_notebooks, load
 from grader.report import gradescope_report, json_report
-
-import workbook
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = "import workbook\nimport numpy as np\nfrom numba import cuda, float32\nMAX_TPB = 1024\n"

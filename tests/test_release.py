@@ -5,7 +5,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.release import MarkerError, release_tree, student_notebook, stub_source
+from grader.release import MarkerError, release_tree, stub_source, student_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,8 @@ EXERCISE = {"role": "exercise", "exercise_id": "toy.one"}
 
 
 def test_region_becomes_indented_stub():
-    source = "def f(x):\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n    ### END SOLUTION\n"
+    source = ("def f(x):\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n"
+              "    ### END SOLUTION\n")
     out = stub_source(source, "toy.one", "cell 0")
     assert out.splitlines() == [
         "def f(x):",

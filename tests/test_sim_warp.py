@@ -17,11 +17,6 @@ from workbook.sim.warp import TIMEOUT_ENV, WarpCollectiveError
 from numba import cuda
 
 # numba-cuda's performance hints on small launches and host arrays (the messages may be coloured).
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:.*Grid size .* will likely result in GPU under-utilization",
-    "ignore:.*Host array used in CUDA kernel will incur copy overhead",
-)
-
 FULL = 0xFFFFFFFF
 EVEN = 0x55555555
 DTYPES = [np.int32, np.int64, np.float32, np.float64]
