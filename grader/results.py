@@ -28,7 +28,7 @@ class CaseResult:
         return self.status == PASSED
 
 
-@dataclass
+@dataclass(repr=False)
 class ExerciseResult:
     """Outcome of one exercise: what the grader reports and the notebook shows."""
 
@@ -78,5 +78,5 @@ class ExerciseResult:
             f"({self.score:g}/{self.max_score:g})<ul>{items}</ul></div>"
         )
 
-    def __str__(self) -> str:
+    def __repr__(self) -> str:
         return self.summary()

@@ -44,7 +44,7 @@ def show_recorded(lesson: str, part: str, plot: bool = True) -> None:
     data = load(lesson)
     if data is None or part not in data.get("parts", {}):
         print(f"no recorded GPU measurement for {lesson}/{part} yet "
-              f"(run benchmarks/{lesson}.py on a GPU)")
+              "(the lesson's script in benchmarks/ records one on a GPU)")
         return
     section = data["parts"][part]
     print(f"{section['title']}\nmeasured on {data['device']}, {data['date']}\n")
