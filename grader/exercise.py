@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,13 +129,19 @@ def check_exercise(
     return _finish(result, start)
 
 
+QUIET = (".*will likely result in GPU under-utilization", ".*Host array used in CUDA kernel")
+
+
 def _run_case(exercise, namespace, mode, case, seed) -> CaseResult:
     rng = np.random.default_rng(seed)
     inputs = exercise.make_inputs(rng, case)
     expected = exercise.reference(inputs)
     name = case.name()
     try:
-        got = exercise.run(namespace, inputs, mode)
+        with warnings.catch_warnings():
+            for message in QUIET:  # numba's hints about the deliberately tiny test launches
+                warnings.filterwarnings("ignore", message=message)
+            got = exercise.run(namespace, inputs, mode)
         exercise.verify(got, expected, inputs, mode)
     except NotImplementedError as exc:
         return _case(name, NOT_IMPLEMENTED, f"not implemented ({exc})", seed)
