@@ -1,0 +1,147 @@
+"""Runtime helpers the notebooks use: tolerance messages, diagrams, recorded data, timing, load4."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import workbook
+from grader import check
+from grader.exercise import Mismatch
+from grader.verify import expect_sum, summation_tolerance
+from workbook import diagrams, recorded
+from workbook.bench import NeedsGPU, bandwidth_gbs, time_gpu
+from workbook.vector import load4
+
+# The simulator swaps the module-level name ``cuda`` inside kernels, so test kernels
+# live at module level.
+
+
+@cuda.jit
+def fill_ones(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = 1.0
+
+
+@cuda.jit
+def weigh_four(x, out):
+    i = cuda.grid(1)
+    if 4 * i < x.size:
+        a, b, c, d = load4(x, 4 * i)
+        out[i] = a + 10 * b + 100 * c + 1000 * d
+
+
+@cuda.jit
+def misaligned_load4(x, out):
+    a, b, c, d = load4(x, 1)
+    out[0] = a
+
+
+@cuda.jit
+def copies_first_element(input, output):  # a wrong "sum"
+    if cuda.threadIdx.x == 0:
+        output[0] = input[0]
+
+
+def test_tolerance_grows_with_depth_and_magnitude():
+    x = np.ones(1024, np.float32)
+    tol, why = summation_tolerance(x)
+    assert 0 < tol < 1e-3 and "gamma_11" in why
+    assert summation_tolerance(x, sequential_terms=100)[0] > 5 * tol
+    assert summation_tolerance(100 * x)[0] == pytest.approx(100 * tol)
+
+
+def test_lost_blocks_are_diagnosed():
+    x = np.arange(1, 1001, dtype=np.float32)
+    first_two_blocks = float(x[:200].sum())
+    with pytest.raises(Mismatch, match="first 2 block segment"):
+        expect_sum(first_two_blocks, x, segment=100)
+
+
+def test_overwritten_output_is_diagnosed():
+    x = np.arange(1, 1001, dtype=np.float32)
+    with pytest.raises(Mismatch, match="overwrote the output"):
+        expect_sum(float(x[300:400].sum()), x, segment=100)
+
+
+def test_nan_points_at_uninitialised_reads():
+    with pytest.raises(Mismatch, match="bounds check"):
+        expect_sum(float("nan"), np.ones(8, np.float32))
+
+
+def test_a_correct_sum_passes_within_tolerance():
+    x = np.random.default_rng(0).random(10_000, dtype=np.float32)
+    expect_sum(float(np.sum(x, dtype=np.float32)), x)
+
+
+@pytest.mark.parametrize("scheme", ["interleaved", "convergent"])
+@pytest.mark.parametrize("n", [2, 16, 2048])
+def test_tree_steps_compute_the_sum(scheme, n):
+    x = np.arange(n, dtype=np.int64)
+    for step in diagrams.tree_steps(n, scheme):
+        writes = [dst for _, dst, _ in step]
+        assert len(set(writes)) == len(writes), "two threads write one element in a step"
+        for _, dst, src in step:
+            x[dst] += x[src]
+    assert x[0] == n * (n - 1) // 2
+
+
+def test_convergent_scheme_keeps_fewer_warps_busy():
+    _, interleaved = diagrams.active_warps(1024, "interleaved")
+    _, convergent = diagrams.active_warps(1024, "convergent")
+    assert convergent.sum() < interleaved.sum() / 2
+
+
+def test_recorded_table_has_provenance(capsys):
+    recorded.show_recorded("02_reduction", "single_block", plot=False)
+    out = capsys.readouterr().out
+    assert "measured on NVIDIA" in out and "simple_sum_kernel" in out
+
+
+def test_missing_recording_is_reported(capsys):
+    recorded.show_recorded("99_missing", "bandwidth")
+    assert "no recorded GPU measurement" in capsys.readouterr().out
+
+
+def test_bandwidth_units():
+    assert bandwidth_gbs(4e9, 1000.0) == pytest.approx(4.0)
+
+
+@pytest.mark.sim_only
+def test_timing_in_simulator_mode_says_it_needs_a_gpu():
+    with pytest.raises(NeedsGPU, match="needs a real GPU"):
+        time_gpu(lambda: None)
+
+
+@pytest.mark.gpu
+def test_timing_measures_a_kernel_on_the_gpu():
+    a = cuda.device_array(1 << 24, np.float32)
+    timing = time_gpu(lambda: fill_ones[(a.size + 255) // 256, 256](a), repeat=5, inner=3)
+    assert 0 < timing.p20_ms <= timing.median_ms <= timing.p80_ms
+
+
+def test_load4_reads_four_elements():
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    weigh_four[1, 4](x, out)
+    expected = x[0::4] + 10 * x[1::4] + 100 * x[2::4] + 1000 * x[3::4]
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.sim_only
+def test_load4_rejects_misaligned_index():
+    with pytest.raises(IndexError, match="multiple of 4"):
+        misaligned_load4[1, 1](np.zeros(8, np.float32), np.zeros(1, np.float32))
+
+
+def test_notebook_check_reports_a_wrong_kernel():
+    result = check("reduction.simple", {"simple_sum_kernel": copies_first_element}, seed=1)
+    assert result.status == "failed" and "expected" in result.messages[0]
+    assert result.mode == workbook.MODE and result.score == 0
+
+
+simple_sum_kernel = copies_first_element  # found by check() in this module's globals
+
+
+def test_notebook_check_looks_names_up_in_the_callers_globals():
+    assert check("reduction.simple").status == "failed"
