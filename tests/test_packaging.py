@@ -27,7 +27,8 @@ def pyproject_requirements() -> dict[str, str]:
 
 def conda_requirements() -> dict[str, str]:
     deps = {}
-    for line in (ROOT / "environment.yml").read_text().splitlines():
+    text = (ROOT / "environment.yml").read_text().split("\ndependencies:\n", 1)[1]
+    for line in text.splitlines():
         match = re.match(r"^  - ([^#\s][^#]*?)\s*$", line)
         if match and not match.group(1).startswith("pip:"):
             name, spec = _split(match.group(1))
