@@ -94,6 +94,40 @@ def release(
 
 
 @app.command()
+def profile(
+    notebook: Annotated[Path, typer.Argument(help="The student's notebook.")],
+    exercise: Annotated[str, typer.Option("--exercise", "-e", help="Exercise id.")],
+) -> None:
+    """Show an exercise's Nsight Compute metrics next to the reference solution (no grading).
+
+    Example: grader profile lessons/02_reduction/reduction.ipynb -e reduction.shared
+    """
+    from dataclasses import asdict
+
+    from grader.exercises import UnknownExercise, get
+    from grader.metric_rules import format_outcome
+    from grader.profiling import assess
+    from workbook.mode import ModeError, resolve
+
+    try:
+        nb = nbmod.load(notebook)
+        ex = get(exercise)
+        cells = [asdict(c) for c in nb.program_for(ex.id)]
+        mode = resolve()
+    except (nbmod.NotebookError, UnknownExercise, ModeError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
+    if not ex.metric_rules:
+        console.print(f"{ex.id} declares no metric rules")
+        raise typer.Exit(EXIT_OK)
+    with console.status(f"profiling {ex.id} and its reference with ncu"):
+        metrics = assess(ex, cells, mode)
+    for outcome in metrics["rules"]:
+        console.print(format_outcome(outcome))
+        console.print(f"  why: {outcome['why']} (tuned on {outcome['tuned_on']})")
+
+
+@app.command()
 def doctor() -> None:
     """Report GPU, driver, numba-cuda, ncu and the mode that will be used."""
     from grader.doctor import main

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.metric_rules import MetricRule
 from grader.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, CaseResult, ExerciseResult
 from grader.stubs import is_stub
 
@@ -48,6 +49,10 @@ class Exercise:
     output; ``reference(inputs)`` computes the expected output with numpy;
     ``verify(got, expected, inputs, mode)`` raises :class:`Mismatch` with an
     explanation when the output is wrong.
+
+    On a GPU, ``metric_rules`` (see :mod:`grader.metric_rules`) are checked on
+    the launch ``profile(namespace)`` makes, after ``profile_skip`` warm-up
+    launches, of the kernels named ``profile_kernels`` (default: ``entry``).
     """
 
     id: str
@@ -61,6 +66,10 @@ class Exercise:
     cases: Mapping[str, Sequence[Case]]
     points: float = 1.0
     needs: tuple[str, ...] = ()
+    metric_rules: tuple[MetricRule, ...] = ()
+    profile: Callable[[Mapping[str, Any]], None] | None = None
+    profile_kernels: tuple[str, ...] = ()
+    profile_skip: int = 1
 
     def cases_for(self, mode: str) -> Sequence[Case]:
         return self.cases[mode]

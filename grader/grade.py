@@ -14,6 +14,7 @@ from pathlib import Path
 
 from grader import exercises as catalogue
 from grader.notebook import LessonNotebook, NotebookError
+from grader.profiling import apply_metric_rules
 from grader.results import ERROR, NOT_IMPLEMENTED, TIMEOUT, ExerciseResult
 
 DEFAULT_TIMEOUT = {"sim": 300.0, "gpu": 300.0}
@@ -74,6 +75,7 @@ def grade_notebook(
             cells = [asdict(c) for c in notebook.program_for(exercise.id)]
             job = {"mode": mode, "exercise_id": exercise.id, "cells": cells, "seed": seed}
             result = run_in_subprocess(exercise, job, timeout or DEFAULT_TIMEOUT[mode])
+            apply_metric_rules(result, exercise, cells, mode)
         report.exercises.append(result)
         if on_result:
             on_result(result)

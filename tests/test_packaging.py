@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # PyPI extras whose conda-forge counterparts are separate packages
 CONDA_EQUIVALENTS = {"numba-cuda[cu13]": {"numba-cuda", "cuda-version", "cuda-nvvm", "cuda-nvrtc"}}
 CONDA_ONLY = {"python", "pip"}
+PIP_SECTION_ONLY = {"ncu-report"}  # not on conda-forge: listed under environment.yml's pip:
 
 
 def _split(requirement: str) -> tuple[str, str]:
@@ -39,8 +40,11 @@ def conda_requirements() -> dict[str, str]:
 def test_environment_yml_matches_pyproject():
     pip, conda = pyproject_requirements(), conda_requirements()
     expected_conda = set(CONDA_ONLY)
+    pip_section = (ROOT / "environment.yml").read_text().split("  - pip:", 1)[1]
     for name, spec in pip.items():
-        if name in CONDA_EQUIVALENTS:
+        if name in PIP_SECTION_ONLY:
+            assert f"- {name}{spec}" in pip_section, f"{name}{spec} missing from the pip: section"
+        elif name in CONDA_EQUIVALENTS:
             expected_conda |= CONDA_EQUIVALENTS[name]
             base = name.split("[")[0]
             assert conda.get(base) == spec, f"{base}: pyproject {spec!r}, conda {conda.get(base)!r}"

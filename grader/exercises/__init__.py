@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from grader.exercise import Exercise
 from grader.exercises import reduction
 
@@ -26,3 +28,12 @@ def get(exercise_id: str) -> Exercise:
 
 def all_ids() -> list[str]:
     return list(_BY_ID)
+
+
+SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
+
+
+def solution_notebook(lesson: str) -> Path | None:
+    """The reference solution notebook of ``lesson``, where the repository provides it."""
+    found = sorted((SOLUTIONS / lesson).glob("*.ipynb"))
+    return found[0] if found else None

@@ -7,12 +7,14 @@ block, n not a multiple of the block, several blocks.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
 
 from grader import launch as L
 from grader.exercise import Case, Exercise
+from grader.metric_rules import MetricRule
 from grader.verify import expect_exact, expect_sum, expect_unchanged
 
 LESSON = "02_reduction"
@@ -281,3 +283,194 @@ EXERCISES = (
               "make_reduce_kernel", _run_generic, _verify_generic, _generic_cases(),
               make=_make_generic, reference=_reference_generic),
 )
+
+
+# --- metric rules (GPU only): compared with the reference solution profiled in the same run ---
+
+TUNED_ON = "NVIDIA H200 (cc 9.0), 2026-11-22"
+PROFILE_N = 1 << 25  # 128 MiB: long enough for stable DRAM metrics
+
+
+def _sms() -> int:
+    return L.cuda().get_current_device().MULTIPROCESSOR_COUNT
+
+
+def _profile_single_block(entry: str):
+    def profile(ns):
+        x = np.random.default_rng(0).random(2048, dtype=np.float32)
+        out = L.output(1, 0, np.float32)
+        L.launch(ns[entry], 1, 32, L.cuda().to_device(x[:64]), out)  # compiles: not profiled
+        L.launch(ns[entry], 1, 1024, L.cuda().to_device(x), out)
+
+    return profile
+
+
+def _profile_multi_block(entry: str, per_block):
+    def profile(ns):
+        x = np.random.default_rng(0).random(PROFILE_N, dtype=np.float32)
+        out = L.output(1, 0, np.float32)
+        kernel, tpb = ns[entry], THREADS["gpu"]
+        L.launch(kernel, 1, tpb, L.cuda().to_device(x[:1000]), out, 1000)  # compiles
+        grid = L.blocks_for(x.size, per_block(ns, tpb)) if per_block else 8 * _sms()
+        L.launch(kernel, grid, tpb, L.cuda().to_device(x), out, x.size)
+
+    return profile
+
+
+def _profile_generic(ns):
+    kernel = _kernel_for(ns["make_reduce_kernel"], "sum")
+    x = np.random.default_rng(0).random(PROFILE_N, dtype=np.float32)
+    grid, tpb = 8 * _sms(), THREADS["gpu"]
+    part_v, part_i = L.output(grid, 0, np.float32), L.output(grid, 0, np.int64)
+    for data in (x[:1000], x):  # the first launch compiles and is not profiled
+        L.launch(kernel, grid, tpb, L.cuda().to_device(data), part_i, data.size, False,
+                 np.float32(0), NO_INDEX, part_v, part_i)
+
+
+def _rule(metric, label, why, **bound):
+    return MetricRule(metric=metric, label=label, why=why, tuned_on=TUNED_ON, **bound)
+
+
+DURATION = "gpu__time_duration.sum"
+INSTRUCTIONS = "smsp__inst_executed.sum"
+GLOBAL_LOADS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+
+METRICS = {
+    "convergent": dict(
+        rules=(_rule(INSTRUCTIONS, "instructions executed", "whole warps retire early in the "
+                     "convergent tree, so far fewer warp instructions are issued",
+                     max_ratio=1.25),
+               _rule(DURATION, "duration", "fewer instructions, shorter kernel",
+                     max_ratio=1.3)),
+        profile=_profile_single_block("convergent_sum_kernel")),
+    "shared": dict(
+        rules=(_rule(GLOBAL_LOADS, "global load requests", "each input element is read from "
+                     "global memory once; the tree runs in shared memory", max_ratio=1.1),
+               _rule(DURATION, "duration", "shared memory is much faster than global",
+                     max_ratio=1.3)),
+        profile=_profile_single_block("shared_sum_kernel")),
+    "segmented": dict(
+        rules=(_rule(DURATION, "duration", "all blocks work in parallel; a block's tree "
+                     "takes log2(blockDim) steps", max_ratio=1.3),),
+        profile=_profile_multi_block("segmented_sum_kernel", lambda ns, tpb: 2 * tpb)),
+    "coarsened": dict(
+        rules=(_rule(DURATION, "duration", "each thread adds 2 * COARSE_FACTOR elements before "
+                     "the tree: less barrier overhead per element", max_ratio=1.3),
+               _rule(DRAM_PCT, "DRAM throughput (% of peak)", "a memory-bound kernel should "
+                     "keep DRAM busy", min_ratio=0.75)),
+        profile=_profile_multi_block(
+            "coarsened_sum_kernel", lambda ns, tpb: 2 * int(ns["COARSE_FACTOR"]) * tpb)),
+    "shuffle": dict(
+        rules=(_rule(DURATION, "duration", "one pass over the data at DRAM speed",
+                     max_ratio=1.25),
+               _rule(DRAM_PCT, "DRAM throughput (% of peak)", "coalesced grid-stride loads "
+                     "keep DRAM busy", min_ratio=0.8)),
+        profile=_profile_multi_block("shuffle_sum_kernel", None)),
+    "generic": dict(
+        rules=(_rule(DURATION, "duration (sum, first pass)", "the generic kernel should cost "
+                     "no more than a specialised one", max_ratio=1.3),),
+        profile=_profile_generic, kernels=("reduce_kernel",)),
+}
+
+EXERCISES = tuple(
+    replace(ex, metric_rules=METRICS[key]["rules"], profile=METRICS[key]["profile"],
+            profile_kernels=METRICS[key].get("kernels", ()))
+    if (key := ex.id.split(".")[1]) in METRICS else ex
+    for ex in EXERCISES
+)
+
+# Slow but correct submissions, each (description, text in the solution cell, replacement):
+# with no text, the replacement is the whole cell. Each must fail every metric rule of its
+# exercise on a GPU (benchmarks/metric_rules.py checks this and records the ncu reports that
+# tests/test_metric_rules.py replays).
+SLOW_VARIANTS = {
+    "reduction.convergent": ("the interleaved tree of exercise 1", None, '''
+@cuda.jit
+def convergent_sum_kernel(input, output):
+    t = cuda.threadIdx.x
+    stride = 1
+    while stride <= cuda.blockDim.x:
+        if t % stride == 0:
+            input[2 * t] += input[2 * t + stride]
+        cuda.syncthreads()
+        stride *= 2
+    if t == 0:
+        output[0] = input[0]
+'''),
+    "reduction.shared": ("thread 0 sums everything from global memory", None, '''
+@cuda.jit
+def shared_sum_kernel(input, output):
+    if cuda.threadIdx.x == 0:
+        total = float32(0.0)
+        for i in range(2 * cuda.blockDim.x):
+            total += input[i]
+        output[0] = total
+'''),
+    "reduction.segmented": ("thread 0 of each block sums its segment serially", None, '''
+@cuda.jit
+def segmented_sum_kernel(input, output, n):
+    if cuda.threadIdx.x == 0:
+        total = float32(0.0)
+        start = 2 * cuda.blockDim.x * cuda.blockIdx.x
+        for i in range(start, min(start + 2 * cuda.blockDim.x, n)):
+            total += input[i]
+        cuda.atomic.add(output, 0, total)
+'''),
+    "reduction.coarsened": ("COARSE_FACTOR = 1 (no coarsening)", "COARSE_FACTOR = 4",
+                            "COARSE_FACTOR = 1"),
+    "reduction.shuffle": ("each thread sums a contiguous chunk (uncoalesced loads)", None, '''
+@cuda.jit(device=True)
+def warp_sum(value):
+    for offset in (16, 8, 4, 2, 1):
+        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+    return value
+
+
+@cuda.jit
+def shuffle_sum_kernel(input, output, n):
+    warp_totals = cuda.shared.array(32, float32)
+    chunk = (n + cuda.gridsize(1) - 1) // cuda.gridsize(1)
+    start = cuda.grid(1) * chunk
+    acc = float32(0.0)
+    for i in range(start, min(start + chunk, n)):
+        acc += input[i]
+    acc = warp_sum(acc)
+    lane = cuda.threadIdx.x % 32
+    warp = cuda.threadIdx.x // 32
+    if lane == 0:
+        warp_totals[warp] = acc
+    cuda.syncthreads()
+    if warp == 0:
+        warps = (cuda.blockDim.x + 31) // 32
+        acc = warp_totals[lane] if lane < warps else float32(0.0)
+        acc = warp_sum(acc)
+        if lane == 0:
+            cuda.atomic.add(output, 0, acc)
+'''),
+    "reduction.generic": ("each thread folds a contiguous chunk (uncoalesced loads)", None, '''
+def make_reduce_kernel(combine):
+    @cuda.jit
+    def reduce_kernel(values, indices, n, use_indices, init_value, init_index,
+                      out_values, out_indices):
+        block_values = cuda.shared.array(1024, float32)
+        block_indices = cuda.shared.array(1024, int64)
+        chunk = (n + cuda.gridsize(1) - 1) // cuda.gridsize(1)
+        start = cuda.grid(1) * chunk
+        value, index = init_value, init_index
+        for i in range(start, min(start + chunk, n)):
+            j = indices[i] if use_indices else int64(i)
+            value, index = combine(value, index, values[i], j)
+        t = cuda.threadIdx.x
+        block_values[t] = value
+        block_indices[t] = index
+        cuda.syncthreads()
+        if t == 0:
+            for k in range(1, cuda.blockDim.x):
+                value, index = combine(value, index, block_values[k], block_indices[k])
+            out_values[cuda.blockIdx.x] = value
+            out_indices[cuda.blockIdx.x] = index
+
+    return reduce_kernel
+'''),
+}

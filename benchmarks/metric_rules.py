@@ -1,0 +1,92 @@
+"""Validate every exercise's metric rules on a GPU and record the ncu reports.
+
+    python benchmarks/metric_rules.py OUT_DIR
+
+For each exercise that declares metric rules: the reference solution must pass
+every rule against itself-in-the-same-run, and the lesson's slow-but-correct
+variant (``SLOW_VARIANTS`` beside the exercise) must be graded correct on its
+output yet fail every rule. Writes OUT_DIR/metric_rules.json, a table, and the
+.ncu-rep files (OUT_DIR/ncu/<exercise>-{solution,reference,slow}.ncu-rep) that
+tests/test_metric_rules.py replays on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader import exercises as catalogue  # noqa: E402
+from grader.grade import run_in_subprocess  # noqa: E402
+from grader.metric_rules import format_outcome  # noqa: E402
+from grader.profiling import assess, reference_cells  # noqa: E402
+from workbook.mode import select_mode  # noqa: E402
+
+
+def slow_cells(exercise, variant) -> list[dict]:
+    """The reference cells with the exercise's cell replaced by the slow variant."""
+    _, old, new = variant
+    cells = reference_cells(exercise)
+    for cell in cells:
+        if cell["exercise_id"] == exercise.id:
+            if old is None:
+                cell["source"] = new
+            else:
+                assert cell["source"].count(old) == 1, (exercise.id, old)
+                cell["source"] = cell["source"].replace(old, new)
+    return cells
+
+
+def main(out: Path) -> int:
+    select_mode("gpu")
+    from workbook.bench import device_name
+
+    (out / "ncu").mkdir(parents=True, exist_ok=True)
+    records, problems = [], []
+    for exercises in catalogue.LESSONS.values():
+        # exercise ids are "<module>.<name>": the module beside the exercises holds the variants
+        module = importlib.import_module(f"grader.exercises.{exercises[0].id.split('.')[0]}")
+        variants = getattr(module, "SLOW_VARIANTS", {})
+        for ex in (e for e in exercises if e.metric_rules):
+            variant = variants.get(ex.id)
+            if variant is None:
+                problems.append(f"{ex.id}: no slow variant declared")
+                continue
+            correct = run_in_subprocess(ex, {"mode": "gpu", "exercise_id": ex.id,
+                                             "cells": slow_cells(ex, variant)}, 600)
+            if not correct.passed:
+                problems.append(f"{ex.id}: slow variant is not correct: {correct.messages}")
+            runs = {}
+            for label, cells in (("solution", reference_cells(ex)),
+                                 ("slow", slow_cells(ex, variant))):
+                with tempfile.TemporaryDirectory() as tmp:
+                    runs[label] = assess(ex, cells, "gpu", keep=Path(tmp))
+                    reports = out / "ncu"
+                    shutil.copy(Path(tmp, "student.ncu-rep"), reports / f"{ex.id}-{label}.ncu-rep")
+                    if label == "slow":
+                        shutil.copy(Path(tmp, "reference.ncu-rep"),
+                                    reports / f"{ex.id}-reference.ncu-rep")
+            for label, want in (("solution", "passed"), ("slow", "failed")):
+                for outcome in runs[label]["rules"]:
+                    print(f"{ex.id:22s} {label:8s} {format_outcome(outcome)}", flush=True)
+                    if outcome["status"] != want:
+                        problems.append(f"{ex.id} {label}: {outcome['label']} {outcome['status']}"
+                                        f" (expected {want})")
+            records.append({"exercise": ex.id, "slow_variant": variant[0],
+                            "slow_variant_correct": correct.passed, **runs})
+    result = {"device": device_name(), "date": datetime.date.today().isoformat(),
+              "exercises": records, "problems": problems}
+    (out / "metric_rules.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print("\n".join(["", "problems:", *problems]) if problems else "\nall rules validated")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

@@ -1,0 +1,94 @@
+"""Run Nsight Compute (ncu) on a command and read metrics with its Python reader.
+
+ncu names numba kernels ``name[abi:v1,...]``, so kernels are matched with
+``--kernel-name regex:^name\\[``. Reports are read with ``ncu_report`` (Nsight
+Compute's ``extras/python``, or the ``ncu-report`` package from PyPI), never by
+scraping text. Whatever prevents an assessment -- no ncu, no permission to read
+GPU counters, nothing profiled -- raises :class:`NotAssessed` with the reason.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+NCU_FALLBACKS = ("/usr/local/cuda/bin/ncu",)
+NCU_PYTHON_GLOB = "/opt/nvidia/nsight-compute/*/extras/python"
+
+
+class NotAssessed(RuntimeError):
+    """Metrics could not be measured; the message says why (never a failure)."""
+
+
+def find_ncu() -> str | None:
+    return shutil.which("ncu") or next((p for p in NCU_FALLBACKS if os.path.exists(p)), None)
+
+
+def kernel_regex(*names: str) -> str:
+    """ncu's --kernel-name filter for numba kernels called ``names``."""
+    return "regex:^(" + "|".join(names) + r")\["
+
+
+def profile(command: list[str], kernels: list[str], metrics: list[str], report: Path,
+            launch_skip: int = 1, launch_count: int = 1, env: dict | None = None,
+            timeout: float = 600) -> Path:
+    """Profile ``command`` under ncu; returns the ``.ncu-rep`` file written."""
+    ncu = find_ncu()
+    if ncu is None:
+        raise NotAssessed("Nsight Compute (ncu) is not installed or not on PATH")
+    args = [ncu, "--metrics", ",".join(metrics), "--kernel-name", kernel_regex(*kernels),
+            "--launch-skip", str(launch_skip), "--launch-count", str(launch_count),
+            "--export", str(report), "--force-overwrite", *command]
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise NotAssessed(f"ncu did not finish within {timeout:g} s") from None
+    output = proc.stdout + proc.stderr
+    if "ERR_NVGPUCTRPERM" in output:
+        raise NotAssessed("no permission to read GPU performance counters (ERR_NVGPUCTRPERM); "
+                          "see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+    path = report if report.suffix == ".ncu-rep" else report.with_suffix(".ncu-rep")
+    if not path.exists() or "No kernels were profiled" in output:
+        tail = "\n".join(output.strip().splitlines()[-6:])
+        raise NotAssessed(f"ncu profiled no kernel matching {kernels}: {tail}")
+    return path
+
+
+def _import_reader():
+    try:
+        import ncu_report
+    except ImportError:
+        for folder in sorted(glob.glob(NCU_PYTHON_GLOB)):
+            sys.path.append(folder)
+        try:
+            import ncu_report
+        except ImportError:
+            raise NotAssessed("the ncu_report reader is not installed "
+                              "(pip install ncu-report)") from None
+    return ncu_report
+
+
+def read_metrics(report: Path, metrics: list[str]) -> list[dict[str, float]]:
+    """One ``{metric: value}`` dict per profiled kernel launch, in launch order."""
+    ncu_report = _import_reader()
+    context = ncu_report.load_report(str(report))
+    launches = []
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            values = {}
+            for name in metrics:
+                metric = action.metric_by_name(name)
+                if metric is None:
+                    raise NotAssessed(f"metric {name} is missing from {report.name}")
+                values[name] = metric.as_double()
+            values["kernel"] = action.name()
+            launches.append(values)
+    if not launches:
+        raise NotAssessed(f"{report.name} holds no kernel launch")
+    return launches

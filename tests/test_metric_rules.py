@@ -1,0 +1,147 @@
+"""Metric grading without a GPU: replay ncu reports and values recorded on one.
+
+The fixtures come from ``benchmarks/metric_rules.py`` on an NVIDIA H200
+(2026-11-22): ``tests/fixtures/ncu/*.ncu-rep`` are real Nsight Compute reports,
+and ``benchmarks/results/h200-2026-11-22/metric_rules.json`` holds every value
+that run measured.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from grader import ncu
+from grader.exercises import get
+from grader.metric_rules import MetricRule, format_outcome
+from grader.profiling import apply_metric_rules, assess
+from grader.results import ExerciseResult
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "ncu"
+RECORD = json.loads((ROOT / "benchmarks/results/h200-2026-11-22/metric_rules.json").read_text())
+RECORDED = {r["exercise"]: r for r in RECORD["exercises"]}
+REPORTS = sorted(FIXTURES.glob("*.ncu-rep"))
+
+
+def test_fixtures_exist():
+    assert len(REPORTS) >= 6 and RECORD["device"].startswith("NVIDIA")
+
+
+@pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.stem)
+def test_reader_matches_the_values_recorded_in_the_same_run(report):
+    exercise_id, label = report.stem.rsplit("-", 1)
+    exercise = get(exercise_id)
+    metrics = sorted({rule.metric for rule in exercise.metric_rules})
+    (launch,) = ncu.read_metrics(report, metrics)
+    assert launch["kernel"].startswith(exercise.entry)
+    record = RECORDED[exercise_id]
+    expected = (record["slow"]["reference"] if label == "reference"
+                else record[label]["student"])
+    for metric in metrics:
+        assert launch[metric] == pytest.approx(expected[metric]), metric
+
+
+@pytest.mark.parametrize("exercise_id", sorted(RECORDED))
+def test_rules_pass_the_solution_and_fail_the_slow_variant(exercise_id):
+    record = RECORDED[exercise_id]
+    for rule in get(exercise_id).metric_rules:
+        solution = rule.evaluate(record["solution"]["student"][rule.metric],
+                                 record["solution"]["reference"][rule.metric])
+        slow = rule.evaluate(record["slow"]["student"][rule.metric],
+                             record["slow"]["reference"][rule.metric])
+        assert solution["status"] == "passed", format_outcome(solution)
+        assert slow["status"] == "failed", format_outcome(slow)
+
+
+def test_every_exercise_with_rules_was_validated_on_a_gpu():
+    from grader.exercises import LESSONS
+
+    with_rules = {e.id for exs in LESSONS.values() for e in exs if e.metric_rules}
+    assert with_rules <= set(RECORDED), with_rules - set(RECORDED)
+
+
+def test_rule_bounds():
+    rule = MetricRule("m", "thing", "why", "gpu", max_ratio=1.2, max_value=10)
+    assert rule.evaluate(6, 5)["status"] == "passed"
+    assert rule.evaluate(7, 5)["status"] == "failed"     # ratio 1.4
+    assert rule.evaluate(11, 10)["status"] == "failed"   # absolute bound
+    assert rule.evaluate(3, 0)["status"] == "failed"     # no reference to compare with
+    low = MetricRule("m", "thing", "why", "gpu", min_ratio=0.8)
+    assert low.evaluate(79, 100)["status"] == "failed"
+    assert "not assessed (no GPU)" in format_outcome(low.not_assessed("no GPU"))
+
+
+def test_simulator_mode_reports_not_assessed():
+    exercise = get("reduction.shuffle")
+    metrics = assess(exercise, [], "sim")
+    assert {o["status"] for o in metrics["rules"]} == {"not assessed"}
+    assert "simulator" in metrics["rules"][0]["reason"]
+
+
+def test_wrong_output_is_not_profiled():
+    exercise = get("reduction.shuffle")
+    result = ExerciseResult(exercise.id, exercise.title, "failed", 0, 1)
+    apply_metric_rules(result, exercise, [], "gpu")
+    assert result.status == "failed" and result.score == 0
+    assert all(o["status"] == "not assessed" for o in result.metrics["rules"])
+
+
+def test_failed_rule_costs_half_the_points(monkeypatch):
+    exercise = get("reduction.convergent")
+    record = RECORDED[exercise.id]["slow"]
+    monkeypatch.setattr("grader.profiling.assess", lambda *a, **k: record)
+    result = ExerciseResult(exercise.id, exercise.title, "passed", 1.0, 1.0)
+    apply_metric_rules(result, exercise, [], "gpu")
+    assert result.status == "failed" and result.score == 0.5
+    assert any("instructions executed" in m and "failed" in m for m in result.messages)
+
+
+def test_missing_ncu_is_not_assessed(monkeypatch, tmp_path):
+    monkeypatch.setattr(ncu, "find_ncu", lambda: None)
+    with pytest.raises(ncu.NotAssessed, match="not installed"):
+        ncu.profile(["true"], ["k"], ["m"], tmp_path / "r.ncu-rep")
+
+
+def fake_ncu(tmp_path, text: str) -> str:
+    path = tmp_path / "ncu"
+    path.write_text(f"#!/bin/sh\necho '{text}'\nexit 1\n")
+    os.chmod(path, 0o755)
+    return str(path)
+
+
+def test_counter_permission_error_is_not_assessed(monkeypatch, tmp_path):
+    monkeypatch.setattr(ncu, "find_ncu",
+                        lambda: fake_ncu(tmp_path, "==ERROR== ERR_NVGPUCTRPERM - no access"))
+    with pytest.raises(ncu.NotAssessed, match="ERR_NVGPUCTRPERM"):
+        ncu.profile(["true"], ["k"], ["m"], tmp_path / "r.ncu-rep")
+
+
+def test_nothing_profiled_is_not_assessed(monkeypatch, tmp_path):
+    message = "==WARNING== No kernels were profiled."
+    monkeypatch.setattr(ncu, "find_ncu", lambda: fake_ncu(tmp_path, message))
+    with pytest.raises(ncu.NotAssessed, match="profiled no kernel"):
+        ncu.profile(["true"], ["k"], ["m"], tmp_path / "r.ncu-rep")
+
+
+def test_kernel_regex_matches_numba_names():
+    import re
+
+    pattern = ncu.kernel_regex("shared_sum_kernel").removeprefix("regex:")
+    assert re.match(pattern, "shared_sum_kernel[abi:v1,cw51cXTLSUwv1sCUt9Uw1VEw0NRRQPKzLTg4gaG]")
+    assert not re.match(pattern, "shared_sum_kernel_v2[abi:v1]")
+
+
+@pytest.mark.gpu
+def test_metric_grading_on_the_gpu():
+    from dataclasses import asdict
+
+    from grader.exercises import solution_notebook
+    from grader.notebook import load
+
+    exercise = get("reduction.convergent")
+    cells = [asdict(c) for c in load(solution_notebook(exercise.lesson)).program_for(exercise.id)]
+    metrics = assess(exercise, cells, "gpu")
+    statuses = {o["status"] for o in metrics["rules"]}
+    assert statuses <= {"passed", "not assessed"}, metrics
