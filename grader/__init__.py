@@ -23,4 +23,14 @@ def check(exercise_id: str, namespace: dict | None = None, seed: int | None = No
     return check_exercise(get(exercise_id), namespace, current_mode(), seed=seed)
 
 
-__all__ = ["check"]
+def explain_rules(lesson: str) -> None:
+    """Print the performance rules the GPU grader applies to a lesson's exercises."""
+    from grader.exercises import LESSONS
+
+    for exercise in LESSONS[lesson]:
+        for rule in exercise.metric_rules:
+            print(f"{exercise.id}: {rule.describe()}\n    why: {rule.why} "
+                  f"(tuned on {rule.tuned_on})")
+
+
+__all__ = ["check", "explain_rules"]
