@@ -129,27 +129,22 @@ def best_rows(rows: list[list]) -> list[list]:
 
 
 def baseline_rows(x: np.ndarray, expected: float, nbytes: int) -> list[list]:
+    """torch.sum and cupy.sum on the same data, where installed."""
     rows = []
-    try:
-        import torch
-
-        t = torch.from_numpy(x).cuda()
-        assert abs(float(t.sum()) - expected) < 1e-4 * expected
-        timing = time_gpu(lambda: t.sum(), repeat=30, inner=INNER)
-        rows.append(["torch.sum", torch.__version__, timing.median_ms, timing.gbs(nbytes)])
-        print(f"torch.sum {timing.median_ms:.3f} ms {timing.gbs(nbytes):.0f} GB/s", flush=True)
-    except ImportError:
-        print("torch not installed: no torch.sum baseline")
-    try:
-        import cupy
-
-        c = cupy.asarray(x)
-        assert abs(float(c.sum()) - expected) < 1e-4 * expected
-        timing = time_gpu(lambda: c.sum(), repeat=30, inner=INNER)
-        rows.append(["cupy.sum", cupy.__version__, timing.median_ms, timing.gbs(nbytes)])
-        print(f"cupy.sum {timing.median_ms:.3f} ms {timing.gbs(nbytes):.0f} GB/s", flush=True)
-    except ImportError:
-        print("cupy not installed: no cupy.sum baseline")
+    for module_name, to_device in (("torch", lambda m: m.from_numpy(x).cuda()),
+                                   ("cupy", lambda m: m.asarray(x))):
+        try:
+            module = __import__(module_name)
+        except ImportError:
+            print(f"{module_name} not installed: no {module_name}.sum baseline")
+            continue
+        data = to_device(module)
+        assert abs(float(data.sum()) - expected) < 1e-4 * expected
+        timing = time_gpu(lambda d=data: d.sum(), repeat=30, inner=INNER)
+        rows.append([f"{module_name}.sum", module.__version__, timing.median_ms,
+                     timing.gbs(nbytes)])
+        print(f"{module_name}.sum {timing.median_ms:.3f} ms {timing.gbs(nbytes):.0f} GB/s",
+              flush=True)
     return rows
 
 
