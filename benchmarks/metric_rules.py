@@ -1,11 +1,11 @@
 """Validate every exercise's metric rules on a GPU and record the ncu reports.
 
-    python benchmarks/metric_rules.py OUT_DIR
+    python benchmarks/metric_rules.py OUT_DIR [LESSON ...]
 
 For each exercise that declares metric rules: the reference solution must pass
 every rule against itself-in-the-same-run, and the lesson's slow-but-correct
 variant (``SLOW_VARIANTS`` beside the exercise) must be graded correct on its
-output yet fail every rule. Writes OUT_DIR/metric_rules.json, a table, and the
+output yet fail every rule. Writes OUT_DIR/metric_rules-<lesson>.json, a table, and the
 .ncu-rep files (OUT_DIR/ncu/<exercise>-{solution,reference,slow}.ncu-rep) that
 tests/test_metric_rules.py replays on machines without a GPU.
 """
@@ -44,49 +44,57 @@ def slow_cells(exercise, variant) -> list[dict]:
     return cells
 
 
-def main(out: Path) -> int:
+def main(out: Path, lessons: list[str]) -> int:
     select_mode("gpu")
-    from workbook.bench import device_name
-
     (out / "ncu").mkdir(parents=True, exist_ok=True)
-    records, problems = [], []
-    for exercises in catalogue.LESSONS.values():
-        # exercise ids are "<module>.<name>": the module beside the exercises holds the variants
-        module = importlib.import_module(f"grader.exercises.{exercises[0].id.split('.')[0]}")
-        variants = getattr(module, "SLOW_VARIANTS", {})
-        for ex in (e for e in exercises if e.metric_rules):
-            variant = variants.get(ex.id)
-            if variant is None:
-                problems.append(f"{ex.id}: no slow variant declared")
-                continue
-            correct = run_in_subprocess(ex, {"mode": "gpu", "exercise_id": ex.id,
-                                             "cells": slow_cells(ex, variant)}, 600)
-            if not correct.passed:
-                problems.append(f"{ex.id}: slow variant is not correct: {correct.messages}")
-            runs = {}
-            for label, cells in (("solution", reference_cells(ex)),
-                                 ("slow", slow_cells(ex, variant))):
-                with tempfile.TemporaryDirectory() as tmp:
-                    runs[label] = assess(ex, cells, "gpu", keep=Path(tmp))
-                    reports = out / "ncu"
-                    shutil.copy(Path(tmp, "student.ncu-rep"), reports / f"{ex.id}-{label}.ncu-rep")
-                    if label == "slow":
-                        shutil.copy(Path(tmp, "reference.ncu-rep"),
-                                    reports / f"{ex.id}-reference.ncu-rep")
-            for label, want in (("solution", "passed"), ("slow", "failed")):
-                for outcome in runs[label]["rules"]:
-                    print(f"{ex.id:22s} {label:8s} {format_outcome(outcome)}", flush=True)
-                    if outcome["status"] != want:
-                        problems.append(f"{ex.id} {label}: {outcome['label']} {outcome['status']}"
-                                        f" (expected {want})")
-            records.append({"exercise": ex.id, "slow_variant": variant[0],
-                            "slow_variant_correct": correct.passed, **runs})
-    result = {"device": device_name(), "date": datetime.date.today().isoformat(),
-              "exercises": records, "problems": problems}
-    (out / "metric_rules.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
-    print("\n".join(["", "problems:", *problems]) if problems else "\nall rules validated")
+    problems = [p for lesson in lessons or list(catalogue.LESSONS)
+                for p in validate_lesson(lesson, out)]
     return 1 if problems else 0
 
 
+def validate_lesson(lesson: str, out: Path) -> list[str]:
+    """Validate one lesson's rules, write OUT/metric_rules-<lesson>.json; return problems."""
+    from workbook.bench import device_name
+
+    exercises = catalogue.LESSONS[lesson]
+    # exercise ids are "<module>.<name>": the module beside the exercises holds the variants
+    module = importlib.import_module(f"grader.exercises.{exercises[0].id.split('.')[0]}")
+    variants = getattr(module, "SLOW_VARIANTS", {})
+    records, problems = [], []
+    for ex in (e for e in exercises if e.metric_rules):
+        variant = variants.get(ex.id)
+        if variant is None:
+            problems.append(f"{ex.id}: no slow variant declared")
+            continue
+        correct = run_in_subprocess(ex, {"mode": "gpu", "exercise_id": ex.id,
+                                         "cells": slow_cells(ex, variant)}, 600)
+        if not correct.passed:
+            problems.append(f"{ex.id}: slow variant is not correct: {correct.messages}")
+        runs = {}
+        for label, cells in (("solution", reference_cells(ex)), ("slow", slow_cells(ex, variant))):
+            with tempfile.TemporaryDirectory() as tmp:
+                runs[label] = assess(ex, cells, "gpu", keep=Path(tmp))
+                reports = out / "ncu"
+                for name, kept in (("student", label), ("reference", "reference")):
+                    if Path(tmp, f"{name}.ncu-rep").exists():
+                        shutil.copy(Path(tmp, f"{name}.ncu-rep"),
+                                    reports / f"{ex.id}-{kept}.ncu-rep")
+        for label, want in (("solution", "passed"), ("slow", "failed")):
+            for outcome in runs[label]["rules"]:
+                print(f"{ex.id:24s} {label:8s} {format_outcome(outcome)}", flush=True)
+                if outcome["status"] != want:
+                    problems.append(f"{ex.id} {label}: {outcome['label']} {outcome['status']}"
+                                    f" (expected {want})")
+        records.append({"exercise": ex.id, "slow_variant": variant[0],
+                        "slow_variant_correct": correct.passed, **runs})
+    result = {"device": device_name(), "date": datetime.date.today().isoformat(),
+              "lesson": lesson, "exercises": records, "problems": problems}
+    path = out / f"metric_rules-{lesson}.json"
+    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print("\n".join(["", f"{lesson} problems:", *problems]) if problems
+          else f"\n{lesson}: all rules validated")
+    return problems
+
+
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2:]))

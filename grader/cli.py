@@ -51,7 +51,7 @@ def check(
         resolved = resolve(mode.value)
         notebooks = [nbmod.load(p) for p in nbmod.find_notebooks(paths)]
     except (ModeError, nbmod.NotebookError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
 
     reports = []
@@ -60,7 +60,7 @@ def check(
             try:
                 reports.append(grade_notebook(nb, resolved, timeout, seed, on_result=_progress))
             except nbmod.NotebookError as exc:
-                console.print(f"[red]error:[/] {exc}")
+                console.print(f"[red]error:[/] {exc}", soft_wrap=True)
                 raise typer.Exit(EXIT_USAGE) from None
     rep.render_table(reports, console)
     if json_path:
@@ -87,7 +87,7 @@ def release(
     try:
         written = release_tree(solutions, lessons)
     except MarkerError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     for path in written:
         console.print(f"wrote {path}")
@@ -115,7 +115,7 @@ def profile(
         cells = [asdict(c) for c in nb.program_for(ex.id)]
         mode = resolve()
     except (nbmod.NotebookError, UnknownExercise, ModeError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     if not ex.metric_rules:
         console.print(f"{ex.id} declares no metric rules")

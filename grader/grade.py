@@ -16,6 +16,7 @@ from grader import exercises as catalogue
 from grader.notebook import LessonNotebook, NotebookError
 from grader.profiling import apply_metric_rules
 from grader.results import ERROR, NOT_IMPLEMENTED, TIMEOUT, ExerciseResult
+from grader.sanitizer import apply_sanitizers
 
 DEFAULT_TIMEOUT = {"sim": 300.0, "gpu": 300.0}
 
@@ -76,6 +77,7 @@ def grade_notebook(
             job = {"mode": mode, "exercise_id": exercise.id, "cells": cells, "seed": seed}
             result = run_in_subprocess(exercise, job, timeout or DEFAULT_TIMEOUT[mode])
             apply_metric_rules(result, exercise, cells, mode)
+            apply_sanitizers(result, exercise, cells, mode, timeout or DEFAULT_TIMEOUT[mode], seed)
         report.exercises.append(result)
         if on_result:
             on_result(result)

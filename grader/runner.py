@@ -72,6 +72,10 @@ def grade(job: dict) -> ExerciseResult:
     from grader.exercises import get
 
     exercise = get(job["exercise_id"])
+    if job.get("sanitize"):  # run under compute-sanitizer: small cases only
+        from grader.sanitizer import small_cases
+
+        exercise = small_cases(exercise, job["mode"])
     namespace: dict = {"__name__": "__main__"}
     notes = []
     for cell in job["cells"]:

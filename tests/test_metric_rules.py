@@ -2,8 +2,8 @@
 
 The fixtures come from ``benchmarks/metric_rules.py`` on an NVIDIA H200
 (2026-11-22): ``tests/fixtures/ncu/*.ncu-rep`` are real Nsight Compute reports,
-and ``benchmarks/results/h200-2026-11-22/metric_rules.json`` holds every value
-that run measured.
+and ``benchmarks/results/*/metric_rules-<lesson>.json`` hold every value those
+runs measured.
 """
 
 import json
@@ -20,13 +20,29 @@ from grader.results import ExerciseResult
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "ncu"
-RECORD = json.loads((ROOT / "benchmarks/results/h200-2026-11-22/metric_rules.json").read_text())
-RECORDED = {r["exercise"]: r for r in RECORD["exercises"]}
+RECORDS = [json.loads(p.read_text())
+           for p in sorted((ROOT / "benchmarks/results").glob("*/metric_rules-*.json"))]
+RECORDED = {r["exercise"]: r for record in RECORDS for r in record["exercises"]}
 REPORTS = sorted(FIXTURES.glob("*.ncu-rep"))
 
 
 def test_fixtures_exist():
-    assert len(REPORTS) >= 6 and RECORD["device"].startswith("NVIDIA")
+    assert len(REPORTS) >= 6
+    assert RECORDS and all(r["device"].startswith("NVIDIA") for r in RECORDS)
+
+
+# A slow variant must be correct for its failed rules to mean "slow", not "wrong".
+KNOWN_BROKEN_VARIANTS = {
+    "softmax.block_uncached": "on the H200 the one-warp variant hit "
+    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES in the 1024-thread correctness case (registers)",
+}
+
+
+@pytest.mark.parametrize("exercise_id", [
+    pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BROKEN_VARIANTS[e]))
+    if e in KNOWN_BROKEN_VARIANTS else e for e in sorted(RECORDED)])
+def test_slow_variant_was_correct_on_the_gpu(exercise_id):
+    assert RECORDED[exercise_id]["slow_variant_correct"], exercise_id
 
 
 @pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.stem)
@@ -35,7 +51,7 @@ def test_reader_matches_the_values_recorded_in_the_same_run(report):
     exercise = get(exercise_id)
     metrics = sorted({rule.metric for rule in exercise.metric_rules})
     (launch,) = ncu.read_metrics(report, metrics)
-    assert launch["kernel"].startswith(exercise.entry)
+    assert launch["kernel"].startswith(exercise.profile_kernels or (exercise.entry,))
     record = RECORDED[exercise_id]
     expected = (record["slow"]["reference"] if label == "reference"
                 else record[label]["student"])

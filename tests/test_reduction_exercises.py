@@ -1,12 +1,13 @@
 """Lesson 02: the solutions pass, and known-buggy variants are rejected with a diagnosis."""
 
 import pytest
-from solution_cells import namespace_with
+from solution_cells import namespace_with, solution_notebook
 
 import workbook
 from grader.exercise import check_exercise
 from grader.exercises import get as get_exercise
 from grader.exercises import reduction
+from grader.runner import exec_cell
 
 LESSON = "02_reduction"
 
@@ -43,6 +44,49 @@ BUGGY = [
      "if lane < warps else float32(0.0)", ""),
     ("generic", "index not shuffled", "other_index = cuda.shfl_down_sync(FULL_MASK, index, offset)",
      "other_index = index", "argmax index"),
+    # Diagnosed by the simulator sanitizer (workbook.sim.sanitizer): racecheck, initcheck,
+    # synccheck. On a GPU these give a wrong (or, by luck, right) result instead.
+    pytest.param("simple", "missing barrier, diagnosed", "        cuda.syncthreads()\n", "",
+                 "missing cuda.syncthreads()?", marks=RACE),
+    pytest.param("simple", "barrier inside the branch",
+                 "            input[i] += input[i + stride]\n        cuda.syncthreads()",
+                 "            input[i] += input[i + stride]\n            cuda.syncthreads()",
+                 "synccheck", marks=RACE),
+    pytest.param("convergent", "missing barrier, diagnosed", "        cuda.syncthreads()\n", "",
+                 "missing cuda.syncthreads()?", marks=RACE),
+    pytest.param("convergent", "off-by-one bound, diagnosed", "if t < stride:", "if t <= stride:",
+                 "data race on global memory input[", marks=RACE),
+    pytest.param("shared", "missing barrier, diagnosed", "        cuda.syncthreads()\n", "",
+                 "data race on shared memory partial[", marks=RACE),
+    pytest.param("shared", "no bounds check in the tree",
+                 "        if t < stride:\n            partial[t] += partial[t + stride]",
+                 "        partial[t] += partial[t + stride]", "racecheck", marks=RACE),
+    pytest.param("segmented", "missing bounds check, diagnosed",
+                 "    if i < n:\n        value = input[i]", "    value = input[i]",
+                 "out of bounds", marks=RACE),
+    pytest.param("segmented", "early return past the end",
+                 "    value = float32(0.0)\n    if i < n:\n        value = input[i]\n",
+                 "    if i >= n:\n        return\n    value = input[i]\n",
+                 "returned after 0 cuda.syncthreads()", marks=RACE),
+    pytest.param("segmented", "partial[0] never written", "    partial[t] = value\n",
+                 "    if t > 0:\n        partial[t] = value\n",
+                 "read of uninitialised shared memory partial[0]", marks=RACE),
+    pytest.param("coarsened", "non-atomic cross-block add", "cuda.atomic.add(output, 0, total)",
+                 "output[0] += total", "data race on output[0]", marks=RACE),
+    pytest.param("coarsened", "early return past the end",
+                 "    value = float32(0.0)\n    for k",
+                 "    if start >= n:\n        return\n    value = float32(0.0)\n    for k",
+                 "synccheck", marks=RACE),
+    pytest.param("shuffle", "reads every lane's warp total",
+                 "acc = warp_totals[lane] if lane < warps else float32(0.0)",
+                 "acc = warp_totals[lane]", "read of uninitialised shared memory warp_totals[",
+                 marks=RACE),
+    pytest.param("generic", "non-atomic cross-block write", "out_values[cuda.blockIdx.x] = value",
+                 "out_values[0] = value", "data race on out_values[0]", marks=RACE),
+    pytest.param("generic", "reads every lane's warp value",
+                 "value = warp_values[lane] if lane < warps else init_value",
+                 "value = warp_values[lane]", "read of uninitialised shared memory warp_values[",
+                 marks=RACE),
 ]
 
 
@@ -64,3 +108,33 @@ def test_buggy_variant_rejected(exercise, bug, old, new, words):
     result = check_exercise(get_exercise(f"reduction.{exercise}"), ns, workbook.MODE)
     assert not result.passed, f"{bug} was not caught: {result.summary()}"
     assert words in result.summary()
+
+
+# Barriers removed from block_tree_sum, the setup cell's helper (exercises 4 and 5 call it).
+TREE_BUGS = [
+    ("first barrier", "        cuda.syncthreads()\n        if t < stride:",
+     "        if t < stride:"),
+    ("last barrier", "    cuda.syncthreads()\n    return partial[0]", "    return partial[0]"),
+]
+
+
+def _namespace_with_helper_bug(exercise_id, old, new):
+    """Like ``namespace_with``, but the replacement applies to the setup cell that holds it."""
+    namespace: dict = {"__name__": "__main__"}
+    for cell in solution_notebook(LESSON).program_for(exercise_id):
+        source = cell.source
+        if cell.role == "setup" and "def block_tree_sum" in source:
+            assert source.count(old) == 1, f"mutation {old!r} does not match once"
+            source = source.replace(old, new)
+        exec_cell({"index": cell.index, "source": source}, namespace)
+    return namespace
+
+
+@RACE
+@pytest.mark.parametrize("bug,old,new", TREE_BUGS, ids=[b[0].replace(" ", "_") for b in TREE_BUGS])
+@pytest.mark.parametrize("exercise", ["segmented", "coarsened"])
+def test_missing_barrier_in_helper_diagnosed(exercise, bug, old, new):
+    ns = _namespace_with_helper_bug(f"reduction.{exercise}", old, new)
+    result = check_exercise(get_exercise(f"reduction.{exercise}"), ns, workbook.MODE)
+    assert not result.passed, f"{bug} was not caught: {result.summary()}"
+    assert "missing cuda.syncthreads()?" in result.summary()

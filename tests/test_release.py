@@ -74,5 +74,70 @@ def test_committed_lessons_match_the_generator(tmp_path):
     for path in written:
         committed = ROOT / "lessons" / path.relative_to(tmp_path)
         assert committed.exists(), f"{committed} is missing: run `grader release`"
-        assert committed.read_text() == path.read_text(), (
+        assert committed.read_bytes() == path.read_bytes(), (
             f"{committed} is out of date: run `grader release`")
+
+
+# --- CUDA C solutions: in exercise cells (inside Python strings) and in lesson files --------
+
+C_CELL = '''SRC = r"""
+extern "C" __device__ int f(unsigned int* ret)
+{
+    // BEGIN SOLUTION
+    *ret = 1;  // the answer
+    return 0;
+    // END SOLUTION
+}
+"""
+f = make(SRC)
+
+
+def kernel():
+    ### BEGIN SOLUTION
+    return f()
+    ### END SOLUTION
+'''
+
+
+def test_c_region_in_a_cell_becomes_a_c_stub():
+    from grader.release import C_STUB
+
+    out = stub_source(C_CELL, "toy.one", "cell 0").splitlines()
+    assert out[3:5] == ["    // YOUR CODE HERE (the solution has about 2 lines)", f"    {C_STUB}"]
+    assert out[5] == "}"
+    assert out[-2:] == ["    # YOUR CODE HERE (the solution has about 1 lines)",
+                        '    raise NotImplementedError("exercise toy.one")']
+
+
+@pytest.mark.parametrize("source,problem", [
+    ("// BEGIN SOLUTION\nx\n### END SOLUTION\n", "another kind"),
+    ("// BEGIN SOLUTION\n// BEGIN SOLUTION\n// END SOLUTION\n", "inside another region"),
+    ("// END SOLUTION\n", "without BEGIN"),
+])
+def test_malformed_c_markers_are_errors(source, problem):
+    with pytest.raises(MarkerError, match=problem):
+        stub_source(source, "toy.one", "cell 0")
+
+
+def test_c_marker_outside_exercise_cell_is_an_error():
+    nb = _notebook(("S = '''\n// BEGIN SOLUTION\nx;\n// END SOLUTION\n'''", {"role": "setup"}))
+    with pytest.raises(MarkerError, match="outside an exercise cell"):
+        student_notebook(nb)
+
+
+def test_lesson_files_are_copied_with_c_solutions_stubbed(tmp_path):
+    from grader.release import C_STUB
+
+    solutions, lessons = tmp_path / "solutions", tmp_path / "lessons"
+    (solutions / "01_toy").mkdir(parents=True)
+    nb = _notebook(("x = 1\n### BEGIN SOLUTION\ny = 2\n### END SOLUTION\n", EXERCISE))
+    nbformat.write(nb, solutions / "01_toy" / "toy.ipynb")
+    cu = 'extern "C" __device__ int f(int* r)\n{\n    // BEGIN SOLUTION\n    *r = 3;\n' \
+         '    return 0;\n    // END SOLUTION\n}\n'
+    (solutions / "01_toy" / "wrappers.cu").write_text(cu)
+    (solutions / "01_toy" / "data.txt").write_text("kept as is\n// BEGIN SOLUTION\n")
+    written = release_tree(solutions, lessons)
+    assert sorted(p.name for p in written) == ["data.txt", "toy.ipynb", "wrappers.cu"]
+    stubbed = (lessons / "01_toy" / "wrappers.cu").read_text()
+    assert "*r = 3" not in stubbed and C_STUB in stubbed and stubbed.endswith("}\n")
+    assert (lessons / "01_toy" / "data.txt").read_text() == "kept as is\n// BEGIN SOLUTION\n"

@@ -1,4 +1,5 @@
-"""Runtime helpers the notebooks use: tolerance messages, diagrams, recorded data, timing, load4."""
+"""Runtime helpers the notebooks use: tolerance messages, diagrams, recorded data, timing,
+128-bit loads and stores."""
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from grader.exercise import Mismatch
 from grader.verify import expect_sum, summation_tolerance
 from workbook import diagrams, recorded
 from workbook.bench import NeedsGPU, bandwidth_gbs, time_gpu
-from workbook.vector import load4
+from workbook.vector import load4, load_half8, store4, store_half8
 
 # The simulator swaps the module-level name ``cuda`` inside kernels, so test kernels
 # live at module level.
@@ -145,3 +146,70 @@ simple_sum_kernel = copies_first_element  # found by check() in this module's gl
 
 def test_notebook_check_looks_names_up_in_the_callers_globals():
     assert check("reduction.simple").status == "failed"
+
+
+@cuda.jit
+def scale_four(x, y):
+    i = 4 * cuda.grid(1)
+    if i < x.size:
+        a, b, c, d = load4(x, i)
+        store4(y, i, 2 * a, b + 1, c, -d)
+
+
+@cuda.jit
+def halves_through_float32(x, y, sums):
+    g = cuda.grid(1)
+    i = 8 * g
+    if i < x.size:
+        v0, v1, v2, v3, v4, v5, v6, v7 = load_half8(x, i)
+        sums[g] = ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7))
+        store_half8(y, i, v0 * 3, v1 * 3, v2 * 3, v3 * 3, v4 * 3, v5 * 3, v6 * 3, v7 * 3)
+
+
+@cuda.jit
+def misaligned_store4(y):
+    store4(y, 2, 1.0, 2.0, 3.0, 4.0)
+
+
+@cuda.jit
+def misaligned_load_half8(x, out):
+    v0, v1, v2, v3, v4, v5, v6, v7 = load_half8(x, 4)
+    out[0] = v0
+
+
+def test_store4_writes_four_elements():
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    scale_four[1, 4](x, y)
+    expected = x.copy()
+    expected[0::4] *= 2
+    expected[1::4] += 1
+    expected[3::4] *= -1
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_half8_loads_exactly_and_stores_rounded_to_nearest_even():
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(32) * 100).astype(np.float16)
+    x[:4] = [1.0, 1 + 2**-10, 65504.0, -2**-24]  # 1 + 2^-10: times 3 lands on a tie
+    y = np.zeros(32, np.float16)
+    sums = np.zeros(4, np.float32)
+    halves_through_float32[1, 4](x, y, sums)
+    x32 = x.astype(np.float32)
+    expected_sums = [((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+                     for a in x32.reshape(4, 8)]
+    np.testing.assert_array_equal(sums, np.array(expected_sums, np.float32))
+    with np.errstate(over="ignore"):
+        expected = (x32 * np.float32(3)).astype(np.float16)  # numpy rounds to nearest even
+    np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.sim_only
+@pytest.mark.parametrize("kernel,args,multiple", [
+    (misaligned_store4, (np.zeros(8, np.float32),), "multiple of 4"),
+    (misaligned_load_half8, (np.zeros(16, np.float16), np.zeros(1, np.float32)),
+     "multiple of 8"),
+])
+def test_wide_accesses_reject_misaligned_indices(kernel, args, multiple):
+    with pytest.raises(IndexError, match=multiple):
+        kernel[1, 1](*args)

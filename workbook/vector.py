@@ -5,6 +5,19 @@ NVVM never merges numba's scalar loads into wide loads, so a kernel that wants
 float32 array with one ``ld.global.nc.v4.f32`` (read-only data path). The index
 must be a multiple of 4 and the array 16-byte aligned (device allocations are).
 In simulator mode the same call reads four elements and checks the alignment.
+
+The same 16 bytes in the other direction and for float16 (eight halves, converted
+to and from float32, the type kernels compute in):
+
+* ``store4(y, i, a, b, c, d)`` writes ``y[i:i+4]`` of a float32 array with one
+  ``st.global.v4.f32``;
+* ``load_half8(x, i)`` reads ``x[i:i+8]`` of a float16 array with one
+  ``ld.global.nc.v4.b32`` and returns eight float32 values (``cvt.f32.f16``);
+* ``store_half8(y, i, v0, ..., v7)`` rounds eight float32 values to float16
+  (``cvt.rn.f16.f32``, round to nearest even, as numpy does) and writes them with
+  one ``st.global.v4.b32``.
+
+Their index must be a multiple of 4 (``store4``) or 8 (the half versions).
 """
 
 from __future__ import annotations
@@ -57,6 +70,149 @@ def _hardware_load4():
     return load4
 
 
-load4 = _simulated_load4() if current_mode() == "sim" else _hardware_load4()
+def _misaligned(name: str, index, multiple: int) -> IndexError:
+    return IndexError(
+        f"{name} at index {index}: a 128-bit access needs an index that is a multiple "
+        f"of {multiple} (misaligned address on a GPU)"
+    )
 
-__all__ = ["load4"]
+
+def _simulated_wide():
+    from numba import cuda
+    from numpy import errstate, float16, float32
+
+    @cuda.jit(device=True)
+    def store4(array, index, a, b, c, d):
+        if index % 4 != 0:
+            raise _misaligned("store4", index, 4)
+        array[index] = a
+        array[index + 1] = b
+        array[index + 2] = c
+        array[index + 3] = d
+
+    @cuda.jit(device=True)
+    def load_half8(array, index):
+        if index % 8 != 0:
+            raise _misaligned("load_half8", index, 8)
+        if array.dtype != float16:
+            raise TypeError(f"load_half8 reads a float16 array, not {array.dtype}")
+        return tuple(float32(array[index + k]) for k in range(8))
+
+    @cuda.jit(device=True)
+    def store_half8(array, index, v0, v1, v2, v3, v4, v5, v6, v7):
+        if index % 8 != 0:
+            raise _misaligned("store_half8", index, 8)
+        if array.dtype != float16:
+            raise TypeError(f"store_half8 writes a float16 array, not {array.dtype}")
+        with errstate(over="ignore"):  # beyond 65504 is inf, as cvt.rn.f16.f32 gives
+            for k, value in enumerate((v0, v1, v2, v3, v4, v5, v6, v7)):
+                array[index + k] = float16(value)
+
+    return store4, load_half8, store_half8
+
+
+def _pointer(context, builder, array_type, array, index, index_type):
+    """The address of ``array[index]`` (a 1-D contiguous array) as an LLVM pointer."""
+    from numba.cuda import types
+
+    data = context.make_array(array_type)(context, builder, value=array).data
+    offset = context.cast(builder, index, index_type, types.intp)
+    return builder.gep(data, [offset])
+
+
+def _hardware_wide():
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    f32 = ir.FloatType()
+
+    def _array_of(array, dtype):
+        return isinstance(array, types.Array) and array.dtype == dtype
+
+    @intrinsic
+    def store4(typingctx, array, index, a, b, c, d):
+        if not (_array_of(array, types.float32) and isinstance(index, types.Integer)):
+            return None
+        values = (a, b, c, d)
+        if not all(isinstance(v, (types.Float, types.Integer)) for v in values):
+            return None
+
+        def codegen(context, builder, sig, args):
+            pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
+            floats = [context.cast(builder, v, t, types.float32)
+                      for v, t in zip(args[2:], sig.args[2:])]
+            asm_type = ir.FunctionType(ir.VoidType(), [pointer.type] + [f32] * 4)
+            asm = ir.InlineAsm(asm_type, "st.global.v4.f32 [$0], {$1, $2, $3, $4};",
+                               "l,f,f,f,f", side_effect=True)
+            builder.call(asm, [pointer, *floats])
+            return context.get_dummy_value()
+
+        return types.none(array, index, a, b, c, d), codegen
+
+    @intrinsic
+    def load_half8(typingctx, array, index):
+        if not (_array_of(array, types.float16) and isinstance(index, types.Integer)):
+            return None
+        result_type = types.UniTuple(types.float32, 8)
+
+        def codegen(context, builder, sig, args):
+            pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
+            asm_type = ir.FunctionType(ir.LiteralStructType([f32] * 8), [pointer.type])
+            asm = ir.InlineAsm(
+                asm_type,
+                "{\n\t.reg .b32 w<4>;\n\t.reg .b16 h<8>;\n\t"
+                "ld.global.nc.v4.b32 {w0, w1, w2, w3}, [$8];\n\t"
+                "mov.b32 {h0, h1}, w0;\n\tmov.b32 {h2, h3}, w1;\n\t"
+                "mov.b32 {h4, h5}, w2;\n\tmov.b32 {h6, h7}, w3;\n\t"
+                "cvt.f32.f16 $0, h0;\n\tcvt.f32.f16 $1, h1;\n\t"
+                "cvt.f32.f16 $2, h2;\n\tcvt.f32.f16 $3, h3;\n\t"
+                "cvt.f32.f16 $4, h4;\n\tcvt.f32.f16 $5, h5;\n\t"
+                "cvt.f32.f16 $6, h6;\n\tcvt.f32.f16 $7, h7;\n\t}",
+                "=f,=f,=f,=f,=f,=f,=f,=f,l")
+            packed = builder.call(asm, [pointer])
+            values = [builder.extract_value(packed, k) for k in range(8)]
+            return context.make_tuple(builder, result_type, values)
+
+        return result_type(array, index), codegen
+
+    @intrinsic
+    def store_half8(typingctx, array, index, v0, v1, v2, v3, v4, v5, v6, v7):
+        values = (v0, v1, v2, v3, v4, v5, v6, v7)
+        if not (_array_of(array, types.float16) and isinstance(index, types.Integer)):
+            return None
+        if not all(isinstance(v, (types.Float, types.Integer)) for v in values):
+            return None
+
+        def codegen(context, builder, sig, args):
+            pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
+            floats = [context.cast(builder, v, t, types.float32)
+                      for v, t in zip(args[2:], sig.args[2:])]
+            asm_type = ir.FunctionType(ir.VoidType(), [pointer.type] + [f32] * 8)
+            asm = ir.InlineAsm(
+                asm_type,
+                "{\n\t.reg .b32 w<4>;\n\t.reg .b16 h<8>;\n\t"
+                "cvt.rn.f16.f32 h0, $1;\n\tcvt.rn.f16.f32 h1, $2;\n\t"
+                "cvt.rn.f16.f32 h2, $3;\n\tcvt.rn.f16.f32 h3, $4;\n\t"
+                "cvt.rn.f16.f32 h4, $5;\n\tcvt.rn.f16.f32 h5, $6;\n\t"
+                "cvt.rn.f16.f32 h6, $7;\n\tcvt.rn.f16.f32 h7, $8;\n\t"
+                "mov.b32 w0, {h0, h1};\n\tmov.b32 w1, {h2, h3};\n\t"
+                "mov.b32 w2, {h4, h5};\n\tmov.b32 w3, {h6, h7};\n\t"
+                "st.global.v4.b32 [$0], {w0, w1, w2, w3};\n\t}",
+                "l,f,f,f,f,f,f,f,f", side_effect=True)
+            builder.call(asm, [pointer, *floats])
+            return context.get_dummy_value()
+
+        return types.none(array, index, *values), codegen
+
+    return store4, load_half8, store_half8
+
+
+if current_mode() == "sim":
+    load4 = _simulated_load4()
+    store4, load_half8, store_half8 = _simulated_wide()
+else:
+    load4 = _hardware_load4()
+    store4, load_half8, store_half8 = _hardware_wide()
+
+__all__ = ["load4", "load_half8", "store4", "store_half8"]

@@ -5,10 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.exercise import Exercise
-from grader.exercises import reduction
+from grader.exercises import ccl, layernorm, ldmatrix, reduction, softmax
 
 LESSONS: dict[str, tuple[Exercise, ...]] = {
     reduction.LESSON: reduction.EXERCISES,
+    ldmatrix.LESSON: ldmatrix.EXERCISES,
+    ccl.LESSON: ccl.EXERCISES,
+    softmax.LESSON: softmax.EXERCISES,
+    layernorm.LESSON: layernorm.EXERCISES,
 }
 _BY_ID = {ex.id: ex for exercises in LESSONS.values() for ex in exercises}
 

@@ -4,13 +4,16 @@
 simulator mode.
 """
 
-from workbook.sim import global_races, warp
+from workbook.sim import global_races, sanitizer, warp
 
 
 def install() -> None:
     """Attach the workbook's extensions to the simulator."""
     warp.install()
-    global_races.install()
+    from workbook.sim import foreign  # declare_device: foreign CUDA C functions
+
+    foreign.install()
+    sanitizer.install()  # last: wraps cuda.shared.array; installs global_races, shared_memory
 
 
-__all__ = ["global_races", "install", "warp"]
+__all__ = ["global_races", "install", "sanitizer", "warp"]

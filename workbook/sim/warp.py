@@ -52,7 +52,8 @@ import time
 
 import numpy as np
 
-__all__ = ["DEFAULT_TIMEOUT", "INTRINSICS", "TIMEOUT_ENV", "WarpCollectiveError", "install"]
+__all__ = ["DEFAULT_TIMEOUT", "INTRINSICS", "TIMEOUT_ENV", "WarpCollectiveError", "collective",
+           "install"]
 
 WARP_SIZE = 32
 FULL_MASK = 0xFFFFFFFF
@@ -63,6 +64,14 @@ _INSTALLED = "_workbook_warp_installed"
 _WARPS = "_workbook_warps"
 _BARRIERS = "_workbook_barriers"
 _state_lock = threading.Lock()
+_SYNC_HOOKS: list = []  # called as hook(warp, lanes) when lanes complete a collective together
+
+
+def add_sync_hook(hook) -> None:
+    """Call ``hook(warp, lanes)`` whenever the lanes ``lanes`` (a tuple) of ``warp`` complete
+    a collective together: they are synchronised at that point (used by the sanitizer)."""
+    if hook not in _SYNC_HOOKS:
+        _SYNC_HOOKS.append(hook)
 
 
 class WarpCollectiveError(RuntimeError):
@@ -240,6 +249,8 @@ def _complete_if_ready(warp: _Warp, arrival: _Arrival) -> None:
             return
         group[lane] = other
     results = _RESULTS[arrival.op](group, arrival.mask)
+    for hook in _SYNC_HOOKS:
+        hook(warp, tuple(group))
     for lane, member in group.items():
         member.result = results[lane]
         member.done = True
@@ -310,6 +321,19 @@ def _collective(op: str, mask, value=None, arg=None):
             if warp.pending.get(lane) is arrival:
                 del warp.pending[lane]
     return arrival.result
+
+
+def collective(op: str, value, results, mask=FULL_MASK):
+    """Join the calling lane to the warp collective ``op``; return this lane's result.
+
+    A hook for warp-wide instructions emulated elsewhere (see
+    :mod:`workbook.sim.foreign`). ``results(group, mask)`` gets ``{lane: arrival}``
+    (each ``arrival.value`` is what that lane passed) and returns ``{lane: result}``;
+    it runs once, in the last lane to arrive. Lanes join only lanes calling the same
+    ``op`` (registered with its ``results`` on first use) with the same mask.
+    """
+    _RESULTS.setdefault(op, results)
+    return _collective(op, mask, value)
 
 
 def _activemask(site):

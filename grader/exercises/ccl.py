@@ -1,0 +1,843 @@
+"""Lesson 05 (connected-component labelling): test images, references, checks and tests.
+
+Labels are compared with ``scipy.ndimage.label``. Until the compaction exercise,
+a GPU labelling is right when it induces the same partition of the foreground
+*and* every pixel holds the linear index of its blob's first pixel (raster
+order), the blob's smallest index: that is what a union-find that always links
+the larger root below the smaller one produces, and what label propagation
+converges to. After compaction the labels must equal scipy's exactly.
+
+Test images: random pixels at several densities (around the percolation
+thresholds, about 0.59 for 4- and 0.41 for 8-connectivity), spirals and mazes
+(long chains), combs (blobs that meet only at the far end), checkerboards
+(where 4 and 8 differ), frames touching every border, empty and full images,
+single rows and columns, odd sizes. Simulator sizes stay tiny because every CUDA
+thread is a Python thread there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Sequence
+
+import numpy as np
+
+from grader import launch as L
+from grader.exercise import Case, Exercise, Mismatch
+
+LESSON = "05_ccl"
+BLOCK = {"sim": (8, 4), "gpu": (32, 8)}  # threads per block (x, y) unless the notebook says
+INT32_MAX = np.iinfo(np.int32).max
+
+
+# --- test images -------------------------------------------------------------------------------
+
+def random_image(rng: np.random.Generator, shape, p: float) -> np.ndarray:
+    """Each pixel foreground with probability p."""
+    return (rng.random(shape) < p).astype(np.uint8)
+
+
+def spiral_image(shape) -> np.ndarray:
+    """A one-pixel-wide path spiralling inwards from the top-left corner.
+
+    The path keeps one background pixel between its turns, so it is a single
+    blob under both connectivities whose two ends are as far apart as possible.
+    """
+    h, w = shape
+    img = np.zeros((h, w), np.uint8)
+    y, x, dy, dx = 0, 0, 0, 1
+    img[0, 0] = 1
+
+    def free(yy, xx):
+        return not (0 <= yy < h and 0 <= xx < w) or img[yy, xx] == 0
+
+    def can_step(y, x, dy, dx):
+        ny, nx = y + dy, x + dx
+        if not (0 <= ny < h and 0 <= nx < w) or img[ny, nx]:
+            return False
+        # keep a gap: the pixel beyond, and the side pixels beyond, must be background
+        return free(ny + dy, nx + dx) and free(ny + dy + dx, nx + dx + dy) and \
+            free(ny + dy - dx, nx + dx - dy)
+
+    turned = False
+    while True:
+        if can_step(y, x, dy, dx):
+            y, x = y + dy, x + dx
+            img[y, x] = 1
+            turned = False
+        elif not turned:
+            dy, dx = dx, -dy  # turn clockwise
+            turned = True
+        else:
+            break
+    return img
+
+
+def maze_image(rng: np.random.Generator, shape) -> np.ndarray:
+    """A perfect maze: corridors (foreground) form one tree through the whole image."""
+    h, w = shape
+    img = np.zeros((h, w), np.uint8)
+    cells_y, cells_x = (h + 1) // 2, (w + 1) // 2
+    seen = np.zeros((cells_y, cells_x), bool)
+    stack = [(0, 0)]
+    seen[0, 0] = True
+    img[0, 0] = 1
+    while stack:
+        cy, cx = stack[-1]
+        options = [(cy + dy, cx + dx) for dy, dx in ((0, 1), (1, 0), (0, -1), (-1, 0))
+                   if 0 <= cy + dy < cells_y and 0 <= cx + dx < cells_x
+                   and not seen[cy + dy, cx + dx]]
+        if not options:
+            stack.pop()
+            continue
+        ny, nx = options[rng.integers(len(options))]
+        seen[ny, nx] = True
+        img[cy + ny, cx + nx] = 1  # the wall between the two cells (2*cy + (ny - cy))
+        img[2 * ny, 2 * nx] = 1
+        stack.append((ny, nx))
+    return img
+
+
+def checker_image(shape) -> np.ndarray:
+    """A checkerboard: single pixels under 4-connectivity, one blob under 8."""
+    h, w = shape
+    return ((np.add.outer(np.arange(h), np.arange(w)) % 2) == 0).astype(np.uint8)
+
+
+def comb_image(shape) -> np.ndarray:
+    """Teeth hanging down from nothing, joined only by the bottom row."""
+    h, w = shape
+    img = np.zeros((h, w), np.uint8)
+    img[:, ::2] = 1
+    img[-1, :] = 1
+    return img
+
+
+def frame_image(rng: np.random.Generator, shape) -> np.ndarray:
+    """A one-pixel frame touching every border around random pixels (p = 0.45)."""
+    img = random_image(rng, shape, 0.45)
+    img[0, :] = img[-1, :] = 1
+    img[:, 0] = img[:, -1] = 1
+    return img
+
+
+def make_image(rng: np.random.Generator, kind: str, shape) -> np.ndarray:
+    """The test image of ``kind``: "random P", "spiral", "maze", "checker", ..."""
+    if kind.startswith("random"):
+        return random_image(rng, shape, float(kind.split()[1]))
+    if kind == "spiral":
+        return spiral_image(shape)
+    if kind == "maze":
+        return maze_image(rng, shape)
+    if kind == "checker":
+        return checker_image(shape)
+    if kind == "comb":
+        return comb_image(shape)
+    if kind == "frame":
+        return frame_image(rng, shape)
+    if kind == "empty":
+        return np.zeros(shape, np.uint8)
+    if kind == "full":
+        return np.ones(shape, np.uint8)
+    raise ValueError(f"unknown image kind {kind!r}")
+
+
+# --- references --------------------------------------------------------------------------------
+
+def structure(connectivity: int) -> np.ndarray:
+    from scipy import ndimage
+
+    return ndimage.generate_binary_structure(2, 1 if connectivity == 4 else 2)
+
+
+def scipy_labels(image: np.ndarray, connectivity: int) -> tuple[np.ndarray, int]:
+    """scipy.ndimage.label: blobs numbered 1..K in raster order of their first pixel."""
+    from scipy import ndimage
+
+    labels, count = ndimage.label(image, structure(connectivity))
+    return labels.astype(np.int32), int(count)
+
+
+def first_pixel_labels(image: np.ndarray, connectivity: int) -> np.ndarray:
+    """Flat int32 array: each foreground pixel holds the linear index of its blob's first
+    pixel (its smallest index); background holds -1."""
+    labels, count = scipy_labels(image, connectivity)
+    flat = labels.ravel()
+    first = np.full(count + 1, -1, np.int32)
+    values, index = np.unique(flat, return_index=True)  # index of each label's first pixel
+    first[values] = index
+    first[0] = -1
+    return first[flat]
+
+
+def runs_reference(image: np.ndarray) -> np.ndarray:
+    """(row, start, stop) of every horizontal run of foreground, raster order, stop exclusive."""
+    h, w = image.shape
+    padded = np.zeros((h, w + 2), np.int8)
+    padded[:, 1:-1] = image != 0
+    edges = np.diff(padded, axis=1)  # +1 where a run starts, -1 one past its end
+    rows, starts = np.nonzero(edges == 1)
+    _, stops = np.nonzero(edges == -1)
+    return np.stack([rows, starts, stops], axis=1).astype(np.int32).reshape(-1, 3)
+
+
+STAT_NAMES = ("area", "xmin", "xmax", "ymin", "ymax", "xsum", "ysum")
+STAT_FILL = {"area": 0, "xmin": INT32_MAX, "xmax": -1, "ymin": INT32_MAX, "ymax": -1,
+             "xsum": 0, "ysum": 0}
+STAT_DTYPE = {"xsum": np.int64, "ysum": np.int64}
+
+
+def stats_reference(labels: np.ndarray, count: int) -> dict[str, np.ndarray]:
+    """Area, bounding box and coordinate sums of blobs 1..count (index k-1 for blob k)."""
+    h, w = labels.shape
+    ys, xs = np.nonzero(labels)
+    k = labels[ys, xs] - 1
+    out = {name: np.full(count, STAT_FILL[name], STAT_DTYPE.get(name, np.int32))
+           for name in STAT_NAMES}
+    out["area"] = np.bincount(k, minlength=count).astype(np.int32)
+    np.minimum.at(out["xmin"], k, xs.astype(np.int32))
+    np.maximum.at(out["xmax"], k, xs.astype(np.int32))
+    np.minimum.at(out["ymin"], k, ys.astype(np.int32))
+    np.maximum.at(out["ymax"], k, ys.astype(np.int32))
+    out["xsum"] = np.bincount(k, weights=xs, minlength=count).astype(np.int64)
+    out["ysum"] = np.bincount(k, weights=ys, minlength=count).astype(np.int64)
+    return out
+
+
+# --- diagnostics -------------------------------------------------------------------------------
+
+FORWARD = {4: ((0, 1), (1, 0)), 8: ((0, 1), (1, 0), (1, 1), (1, -1))}
+
+
+def _pix(flat_index: int, width: int) -> str:
+    return f"({flat_index // width},{flat_index % width})"
+
+
+def _block_of(y: int, x: int, block) -> tuple[int, int]:
+    return (int(x) // block[0], int(y) // block[1])
+
+
+def _where(p, q, block) -> str:
+    if block is None:
+        return ""
+    bp, bq = _block_of(*p, block), _block_of(*q, block)
+    if bp != bq:
+        return (f" (they lie in different thread blocks, {bp} and {bq} as (x, y) with "
+                f"BLOCK = {tuple(block)}: a merge lost at a block boundary?)")
+    return f" (both in thread block {bp} with BLOCK = {tuple(block)})"
+
+
+def explain_partition(got: np.ndarray, image: np.ndarray, connectivity: int, background: int,
+                      block=None, missing_hint: str = "a missing merge") -> None:
+    """Raise Mismatch unless ``got`` (2-D) groups the foreground exactly like scipy does.
+
+    ``background`` is the value background pixels must hold.
+    """
+    fg = image != 0
+    h, w = image.shape
+    bad = np.argwhere(~fg & (got != background))
+    if bad.size:
+        y, x = bad[0]
+        raise Mismatch(f"background pixel ({y},{x}) got label {int(got[y, x])}; background must "
+                       f"stay {background} ({len(bad)} such pixels)")
+    bad = np.argwhere(fg & (got == background))
+    if bad.size:
+        y, x = bad[0]
+        raise Mismatch(f"foreground pixel ({y},{x}) holds {background}, the background value: "
+                       f"it was never labelled ({len(bad)} such pixels)")
+    for dy, dx in FORWARD[connectivity]:
+        ys = slice(0, h - dy)
+        xa = slice(max(0, -dx), w - max(0, dx))
+        xb = slice(max(0, dx), w - max(0, -dx))
+        a, b = got[ys, xa], got[dy:, xb]
+        both = fg[ys, xa] & fg[dy:, xb]
+        split = np.argwhere(both & (a != b))
+        if split.size:
+            y, x = (int(v) for v in split[0])
+            x += max(0, -dx)
+            p, q = (y, x), (y + dy, x + dx)
+            raise Mismatch(
+                f"pixels {p} and {q} (row, column) are both foreground and "
+                f"{connectivity}-adjacent but got labels {int(got[p])} and {int(got[q])}: "
+                f"{missing_hint}{_where(p, q, block)}")
+    ref, _ = scipy_labels(image, connectivity)
+    values = got[fg].astype(np.int64)
+    refs = ref[fg].astype(np.int64)
+    pairs = np.unique(np.stack([values, refs], axis=1), axis=0)
+    shared, counts = np.unique(pairs[:, 0], return_counts=True)
+    if (counts > 1).any():
+        label = shared[counts > 1][0]
+        blobs = pairs[pairs[:, 0] == label, 1][:2]
+        p = tuple(int(v) for v in np.argwhere((ref == blobs[0]) & (got == label))[0])
+        q = tuple(int(v) for v in np.argwhere((ref == blobs[1]) & (got == label))[0])
+        why = "a merge across background, or one label given to two roots?"
+        if connectivity == 4:
+            ref8, _ = scipy_labels(image, 8)
+            if ref8[p] == ref8[q]:
+                why = ("they connect only through diagonal steps: 8-neighbours used under "
+                       "4-connectivity?")
+        raise Mismatch(f"pixels {p} and {q} are in different blobs under {connectivity}-"
+                       f"connectivity but both got label {int(label)}: {why}")
+
+
+UNRESOLVED = ("after the final resolve every label must point straight at its root "
+              "({count} pixels do not; is the last resolve/compress pass missing?)")
+
+
+def explain_roots(labels: np.ndarray, image: np.ndarray, connectivity: int, block=None,
+                  missing_hint: str = "a missing merge", unresolved: str = UNRESOLVED) -> None:
+    """Check union-find style labels: flat, -1 for background, each foreground pixel holding
+    the index of its blob's first pixel."""
+    h, w = image.shape
+    n = h * w
+    flat = np.asarray(labels).reshape(-1)
+    fg = image.reshape(-1) != 0
+    out_of_range = np.flatnonzero(fg & ((flat < 0) | (flat >= n)))
+    if out_of_range.size:
+        i = out_of_range[0]
+        raise Mismatch(f"foreground pixel {_pix(i, w)} holds {flat[i]}, not a pixel index in "
+                       f"0..{n - 1}: it was never labelled ({out_of_range.size} such pixels)")
+    safe = np.where(fg, flat, 0)
+    not_root = np.flatnonzero(fg & (flat[safe] != safe))
+    if not_root.size:
+        i = not_root[0]
+        v = flat[i]
+        raise Mismatch(
+            f"pixel {_pix(i, w)} holds {v}, but pixel {v} {_pix(v, w)} holds {flat[v]}: "
+            + unresolved.format(count=not_root.size))
+    explain_partition(flat.reshape(h, w), image, connectivity, -1, block, missing_hint)
+    want = first_pixel_labels(image, connectivity)
+    wrong = np.flatnonzero(flat != want)
+    if wrong.size:
+        i = wrong[0]
+        raise Mismatch(
+            f"pixel {_pix(i, w)}: its blob's root is pixel {flat[i]} {_pix(flat[i], w)}, but the "
+            f"blob's first pixel (smallest index) is {want[i]} {_pix(want[i], w)}: link the larger "
+            "root below the smaller one, so that the root is always the smallest index")
+
+
+def explain_consecutive(got: np.ndarray, count, image: np.ndarray, connectivity: int) -> None:
+    """Check compacted labels: exactly scipy's (1..K in raster order of the first pixel)."""
+    ref, want_count = scipy_labels(image, connectivity)
+    h, w = image.shape
+    got = np.asarray(got).reshape(h, w)
+    fg = image != 0
+    if fg.any() and np.array_equal(got[fg], ref[fg] - 1):
+        raise Mismatch("every label is one less than scipy's: blob labels start at 1 "
+                       "(0 is the background), i.e. rank + 1")
+    if fg.any() and np.array_equal(got[fg], ref[fg] + 1):
+        raise Mismatch("every label is one more than scipy's: an inclusive scan where the "
+                       "exclusive one is needed (a root's rank counts the roots before it)?")
+    explain_partition(got, image, connectivity, 0)
+    wrong = np.argwhere(got != ref)
+    if wrong.size:
+        y, x = wrong[0]
+        raise Mismatch(
+            f"pixel ({y},{x}): expected label {ref[y, x]}, got {got[y, x]} "
+            f"({len(wrong)} pixels differ). Blobs are numbered 1..K in raster order of their "
+            "first pixel: the rank of each root among all roots, plus one")
+    if int(count) != want_count:
+        raise Mismatch(f"the labels are right but the returned count is {count}, expected "
+                       f"{want_count} blobs")
+
+
+def explain_stats(got: dict, want: dict, labels: np.ndarray) -> None:
+    count = len(want["area"])
+    for name in STAT_NAMES:
+        g = np.asarray(got[name]).reshape(-1)
+        if g.shape != want[name].shape:
+            raise Mismatch(f"{name}: expected {count} entries, got {g.shape}")
+        wrong = np.flatnonzero(g != want[name])
+        if wrong.size:
+            k = wrong[0]
+            ys, xs = np.nonzero(labels == k + 1)
+            hint = ""
+            if name in ("area", "xsum", "ysum") and (g[wrong] < want[name][wrong]).all():
+                hint = (" Every wrong value is too small: lost updates (a plain += where "
+                        "cuda.atomic.add is needed, or a partial never added)?")
+            elif name in ("xmin", "ymin", "xmax", "ymax") and \
+                    (g[wrong] == STAT_FILL[name]).all():
+                hint = " The value was never updated."
+            raise Mismatch(
+                f"{name} of blob {k + 1} (first pixel ({ys[0]},{xs[0]}), {len(ys)} pixels): "
+                f"expected {want[name][k]}, got {g[k]} ({wrong.size} of {count} blobs "
+                f"wrong).{hint}")
+
+
+# --- simulator: race checks between blocks ---------------------------------------------------
+
+class _WatchedKernel:
+    """Stands in for a kernel in the notebook namespace while the student's host code runs:
+    each launch watches every device array it is given for races between blocks."""
+
+    def __init__(self, kernel):
+        self._kernel = kernel
+        try:
+            self._names = list(inspect.signature(kernel.py_func).parameters)
+        except (AttributeError, TypeError, ValueError):
+            self._names = []
+
+    def __getitem__(self, config):
+        from workbook.sim.global_races import watch
+
+        launcher = self._kernel[config]
+
+        def launch(*args):
+            watched = []
+            for k, arg in enumerate(args):
+                if hasattr(arg, "copy_to_host") and hasattr(arg, "__dict__"):
+                    name = self._names[k] if k < len(self._names) else f"argument {k}"
+                    watched.append((arg, arg.__dict__.get("_wb_log")))
+                    watch(arg, name)
+            try:
+                return launcher(*args)
+            finally:
+                for arg, previous in watched:
+                    if previous is None:
+                        arg.__dict__.pop("_wb_log", None)
+                    else:
+                        arg.__dict__["_wb_log"] = previous
+
+        return launch
+
+    def __getattr__(self, attr):
+        return getattr(self._kernel, attr)
+
+
+@contextlib.contextmanager
+def _watching(ns, kernel_name: str, mode: str):
+    """While the student's host code runs, launches of ``kernel_name`` are race-checked."""
+    if mode != "sim" or kernel_name not in ns:
+        yield
+        return
+    original = ns[kernel_name]
+    ns[kernel_name] = _WatchedKernel(original)
+    try:
+        yield
+    finally:
+        ns[kernel_name] = original
+
+
+@contextlib.contextmanager
+def _counting_atomic_adds(array, counter: list):
+    """Count the cuda.atomic.add calls on ``array`` (simulator only)."""
+    from numba.cuda.simulator import kernelapi
+
+    cls = kernelapi.FakeCUDAAtomic
+    add = cls.add
+
+    def counted(self, ary, index, val):
+        if getattr(ary, "__dict__", {}).get("_item") is array:  # shared arrays: numpy
+            counter[0] += 1
+        return add(self, ary, index, val)
+
+    cls.add = counted
+    try:
+        yield
+    finally:
+        cls.add = add
+
+
+# --- cases -------------------------------------------------------------------------------------
+
+def _image_cases(specs: Sequence[tuple[str, tuple[int, int], int]]) -> tuple[Case, ...]:
+    return tuple(Case(h * w, kind, note=f"{h}x{w}, {conn}-connectivity")
+                 for kind, (h, w), conn in specs)
+
+
+def _both(kind, shape):
+    return [(kind, shape, 4), (kind, shape, 8)]
+
+
+SIM_IMAGES = [
+    ("random 0.3", (16, 16), 4), ("random 0.3", (12, 16), 8), ("random 0.41", (16, 16), 8),
+    ("random 0.59", (16, 16), 4), ("random 0.59", (13, 11), 8), ("spiral", (12, 12), 4),
+    ("maze", (13, 13), 8), *_both("checker", (8, 9)), ("comb", (9, 10), 4),
+    ("frame", (12, 13), 8), ("empty", (5, 7), 4), ("full", (7, 9), 8),
+    ("random 0.6", (1, 16), 4), ("random 0.6", (16, 1), 8), ("full", (1, 1), 4),
+]
+# fewer images where every case launches several scans or uses many barriers
+SIM_FEW = [
+    ("random 0.3", (16, 16), 4), ("random 0.59", (13, 11), 8), ("spiral", (12, 12), 4),
+    ("checker", (8, 9), 8), ("frame", (12, 13), 4), ("empty", (5, 7), 4),
+    ("random 0.6", (1, 16), 4), ("random 0.6", (16, 1), 8), ("full", (1, 1), 4),
+]
+GPU_IMAGES = [
+    *_both("random 0.3", (1024, 1024)), ("random 0.41", (1024, 1024), 8),
+    ("random 0.5", (777, 1023), 4), ("random 0.59", (2048, 2048), 4),
+    ("random 0.59", (1001, 999), 8), ("random 0.75", (1024, 1000), 4),
+    *_both("spiral", (255, 255)), ("maze", (511, 511), 4), ("maze", (300, 401), 8),
+    *_both("checker", (1000, 1001)), *_both("comb", (300, 301)), ("frame", (777, 555), 4),
+    ("frame", (512, 512), 8), ("empty", (100, 100), 4), ("full", (1024, 1024), 8),
+    ("random 0.6", (1, 100_000), 4), ("random 0.6", (100_000, 1), 8), ("full", (1, 1), 4),
+]
+# label propagation needs one sweep per pixel of the longest path through a blob
+SIM_PROPAGATION = [
+    ("random 0.3", (12, 12), 4), ("random 0.41", (10, 10), 8), ("random 0.59", (8, 9), 4),
+    ("spiral", (6, 6), 4), ("maze", (7, 7), 8), *_both("checker", (6, 7)), ("comb", (5, 6), 4),
+    ("frame", (7, 8), 8), ("empty", (3, 4), 4), ("random 0.6", (1, 12), 4),
+    ("random 0.6", (12, 1), 8), ("full", (1, 1), 4),
+]
+GPU_PROPAGATION = [
+    *_both("random 0.3", (512, 512)), ("random 0.41", (512, 512), 8),
+    ("random 0.59", (256, 256), 4), ("spiral", (63, 63), 4), ("maze", (127, 127), 8),
+    *_both("checker", (300, 301)), ("comb", (100, 101), 4), ("frame", (300, 200), 8),
+    ("empty", (100, 100), 4), ("random 0.6", (1, 10_000), 4), ("random 0.6", (10_000, 1), 8),
+    ("full", (1, 1), 4),
+]
+# pure-Python exercises: the same moderate sizes in both modes
+CPU_IMAGES = [
+    *_both("random 0.3", (24, 24)), ("random 0.41", (20, 21), 8), ("random 0.59", (32, 32), 4),
+    ("random 0.59", (17, 19), 8), *_both("spiral", (15, 15)), ("maze", (21, 21), 4),
+    ("maze", (18, 17), 8), *_both("checker", (9, 10)), *_both("comb", (10, 11)),
+    ("frame", (12, 13), 4), ("frame", (11, 16), 8), ("empty", (5, 7), 4), ("full", (7, 9), 8),
+    ("random 0.6", (1, 40), 4), ("random 0.6", (40, 1), 8), ("full", (1, 1), 4),
+]
+
+
+def _parse(case: Case) -> tuple[tuple[int, int], int]:
+    dims, conn = case.note.split(", ")
+    h, w = (int(v) for v in dims.split("x"))
+    return (h, w), int(conn.split("-")[0])
+
+
+def make_image_inputs(rng: np.random.Generator, case: Case) -> dict:
+    shape, conn = _parse(case)
+    return {"image": make_image(rng, case.kind, shape), "connectivity": conn}
+
+
+def _block(ns, mode):
+    block = ns.get("BLOCK", BLOCK[mode])
+    try:
+        return tuple(int(v) for v in block)[:2]
+    except TypeError:
+        return BLOCK[mode]
+
+
+# --- exercises 1-3: CPU references -------------------------------------------------------------
+
+def _check_label_pair(result, what: str):
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise Mismatch(f"{what} must return a tuple (labels, count), got {type(result).__name__}")
+    return np.asarray(result[0]), result[1]
+
+
+def _run_flood(ns, inputs, mode):
+    image = inputs["image"].copy()
+    result = ns["flood_fill_label"](image, inputs["connectivity"])
+    if not np.array_equal(image, inputs["image"]):
+        raise Mismatch("flood_fill_label modified its input image")
+    return _check_label_pair(result, "flood_fill_label")
+
+
+def _run_run_labels(ns, inputs, mode):
+    image = inputs["image"].copy()
+    return _check_label_pair(ns["label_runs"](image, inputs["connectivity"]), "label_runs")
+
+
+def _verify_cpu_labels(got, expected, inputs, mode):
+    labels, count = got
+    image = inputs["image"]
+    if labels.shape != image.shape:
+        raise Mismatch(f"labels have shape {labels.shape}, expected the image's {image.shape}")
+    explain_consecutive(labels, count, image, inputs["connectivity"])
+
+
+def _run_runs(ns, inputs, mode):
+    return np.asarray(ns["extract_runs"](inputs["image"].copy()))
+
+
+def _verify_runs(got, expected, inputs, mode):
+    if got.size == 0 and expected.size == 0:
+        return
+    got = got.reshape(-1, 3) if got.size % 3 == 0 else got
+    if got.ndim != 2 or got.shape[1] != 3:
+        raise Mismatch(f"expected an array of shape (runs, 3), got shape {got.shape}")
+    if len(got) != len(expected):
+        raise Mismatch(f"expected {len(expected)} runs, got {len(got)}; first expected runs "
+                       f"{expected[:3].tolist()}, got {got[:3].tolist()}")
+    wrong = np.flatnonzero((got != expected).any(axis=1))
+    if wrong.size:
+        k = wrong[0]
+        hint = ""
+        if got[k, 2] == expected[k, 2] - 1:
+            hint = " The stop is one short: stop is exclusive (one past the last pixel)."
+        raise Mismatch(f"run {k}: expected (row, start, stop) = {tuple(expected[k].tolist())}, "
+                       f"got {tuple(got[k].tolist())}.{hint}")
+
+
+def _ref_none(inputs):
+    return None
+
+
+def _ref_runs(inputs):
+    return runs_reference(inputs["image"])
+
+
+# --- exercise 4: label propagation -------------------------------------------------------------
+
+def _device_image(image):
+    return L.cuda().to_device(np.ascontiguousarray(image.reshape(-1)))
+
+
+def _run_propagation(ns, inputs, mode):
+    image = inputs["image"]
+    h, w = image.shape
+    d_labels = L.cuda().to_device(np.full(h * w, -7, np.int32))
+    sweeps = ns["propagation_label"](_device_image(image), d_labels, h, w,
+                                     inputs["connectivity"])
+    inputs["block"] = _block(ns, mode)
+    inputs["sweeps"] = sweeps
+    return d_labels.copy_to_host()
+
+
+def _verify_propagation(got, expected, inputs, mode):
+    explain_roots(got, inputs["image"], inputs["connectivity"], None,
+                  "labels have not finished spreading (did the loop stop before a sweep "
+                  "changed nothing?), or a neighbour was not examined",
+                  "when nothing changes any more, every pixel of a blob holds the blob's "
+                  "smallest index ({count} pixels do not: did the loop stop before a sweep "
+                  "that changed nothing?)")
+    sweeps = inputs["sweeps"]
+    if not isinstance(sweeps, int | np.integer) or sweeps < 1:
+        raise Mismatch(f"propagation_label must return the number of sweeps it launched "
+                       f"(at least 1), got {sweeps!r}")
+
+
+# --- exercise 5: union-find --------------------------------------------------------------------
+
+def _run_union_find(ns, inputs, mode):
+    image = inputs["image"]
+    h, w = image.shape
+    d_labels = L.cuda().to_device(np.full(h * w, -7, np.int32))
+    with _watching(ns, "uf_merge_kernel", mode):
+        ns["union_find_label"](_device_image(image), d_labels, h, w, inputs["connectivity"])
+    inputs["block"] = _block(ns, mode)
+    return d_labels.copy_to_host()
+
+
+def _verify_union_find(got, expected, inputs, mode):
+    explain_roots(got, inputs["image"], inputs["connectivity"], inputs["block"],
+                  "a missing merge (or merged roots never resolved back into labels)")
+
+
+# --- exercise 6: exclusive scan ----------------------------------------------------------------
+
+def _scan_cases(sizes):
+    kinds = ("flags", "small integers")
+    return tuple(Case(n, kinds[k % 2]) for k, n in enumerate(sizes))
+
+
+SCAN_CASES = {
+    "sim": _scan_cases((1, 5, 255, 256, 257, 1100)),
+    "gpu": _scan_cases((1, 5, 1000, 4096, 4097, 100_000, 1 << 24, 64 * 1024 * 1024 + 3)),
+}
+
+
+def _make_scan(rng, case):
+    if case.kind == "flags":
+        x = (rng.random(case.size) < 0.3).astype(np.int32)
+    else:
+        x = rng.integers(0, 10, size=case.size).astype(np.int32)
+    return {"x": x}
+
+
+def _ref_scan(inputs):
+    x = inputs["x"]
+    out = np.zeros_like(x)
+    np.cumsum(x[:-1], out=out[1:])
+    return out
+
+
+def _run_scan(ns, inputs, mode):
+    x = inputs["x"]
+    d_x = L.cuda().to_device(x)
+    out = L.output(x.size, -99, np.int32, "out")
+    ns["exclusive_scan"](d_x, out)
+    after = d_x.copy_to_host()
+    if not np.array_equal(after, x):
+        raise Mismatch("exclusive_scan modified its input array")
+    return out.copy_to_host()
+
+
+def _verify_scan(got, expected, inputs, mode):
+    x = inputs["x"]
+    n = x.size
+    if np.array_equal(got, expected):
+        return
+    if np.array_equal(got, np.cumsum(x)):
+        raise Mismatch("got the inclusive scan (out[i] includes x[i]); the exclusive scan "
+                       "starts at 0 and stops before x[i]: out[i] = x[0] + ... + x[i-1]")
+    wrong = np.flatnonzero(got != expected)
+    i = wrong[0]
+    msg = f"out[{i}]: expected {expected[i]}, got {got[i]} ({wrong.size} of {n} wrong)"
+    if got[i] == -99:
+        msg += "; it was never written (a bounds check too strict, or a block missing?)"
+    elif i > 0 and i % 32 == 0:
+        msg += (f"; elements 0..{i - 1} are right and element {i} is the first wrong one: "
+                "does a new block start there, without the scanned block sums (offsets) "
+                "added to it?")
+    raise Mismatch(msg)
+
+
+# --- exercise 7: compaction to 1..K ------------------------------------------------------------
+
+def _make_compaction(rng, case):
+    inputs = make_image_inputs(rng, case)
+    inputs["roots"] = first_pixel_labels(inputs["image"], inputs["connectivity"])
+    return inputs
+
+
+def _run_compaction(ns, inputs, mode):
+    roots = inputs["roots"]
+    d_roots = L.cuda().to_device(roots)
+    out = L.output(roots.size, -99, np.int32, "out")
+    count = ns["compact_labels"](d_roots, out)
+    if not np.array_equal(d_roots.copy_to_host(), roots):
+        raise Mismatch("compact_labels modified its input labels (write the result to out)")
+    return out.copy_to_host(), count
+
+
+def _verify_compaction(got, expected, inputs, mode):
+    labels, count = got
+    try:
+        count = int(count)
+    except (TypeError, ValueError):
+        raise Mismatch(f"compact_labels must return the number of blobs, got {count!r}") from None
+    explain_consecutive(labels, count, inputs["image"], inputs["connectivity"])
+
+
+# --- exercises 8-9: blob statistics ------------------------------------------------------------
+
+def _make_stats(rng, case):
+    inputs = make_image_inputs(rng, case)
+    labels, count = scipy_labels(inputs["image"], inputs["connectivity"])
+    inputs.update(labels=labels, count=count)
+    return inputs
+
+
+def _ref_stats(inputs):
+    return stats_reference(inputs["labels"], inputs["count"])
+
+
+def _stat_outputs(count):
+    return {name: L.output(max(count, 1), STAT_FILL[name], STAT_DTYPE.get(name, np.int32), name)
+            for name in STAT_NAMES}
+
+
+def _run_stats(ns, inputs, mode):
+    labels, count = inputs["labels"], inputs["count"]
+    h, w = labels.shape
+    out = _stat_outputs(count)
+    block = _block(ns, mode)
+    grid = (L.blocks_for(w, block[0]), L.blocks_for(h, block[1]))
+    L.launch(ns["blob_stats_kernel"], grid, block, L.cuda().to_device(labels.reshape(-1)), h, w,
+             *(out[name] for name in STAT_NAMES))
+    return {name: out[name].copy_to_host()[:count] for name in STAT_NAMES}
+
+
+def _verify_stats(got, expected, inputs, mode):
+    explain_stats(got, expected, inputs["labels"])
+
+
+def tile_label_pairs(labels: np.ndarray, tile: int) -> int:
+    """Distinct (tile, label) pairs: the global atomics per field that per-block partials need."""
+    h, w = labels.shape
+    ys, xs = np.nonzero(labels)
+    tiles = (ys // tile) * (-(-w // tile)) + xs // tile
+    return int(np.unique(np.stack([tiles, labels[ys, xs]], axis=1), axis=0).shape[0]) \
+        if ys.size else 0
+
+
+def _run_stats_block(ns, inputs, mode):
+    labels, count = inputs["labels"], inputs["count"]
+    h, w = labels.shape
+    tile = int(ns["TILE"])
+    threads = tuple(int(v) for v in ns["STATS_THREADS"])
+    out = _stat_outputs(count)
+    grid = (L.blocks_for(w, tile), L.blocks_for(h, tile))
+    args = (L.cuda().to_device(labels.reshape(-1)), h, w, *(out[name] for name in STAT_NAMES))
+    counter = [0]
+    with _counting_atomic_adds(out["area"], counter) if mode == "sim" else \
+            contextlib.nullcontext():
+        L.launch(ns["blob_stats_block_kernel"], grid, threads, *args)
+    inputs["area_adds"] = counter[0] if mode == "sim" else None
+    inputs["tile"] = tile
+    return {name: out[name].copy_to_host()[:count] for name in STAT_NAMES}
+
+
+def _verify_stats_block(got, expected, inputs, mode):
+    explain_stats(got, expected, inputs["labels"])
+    adds = inputs["area_adds"]
+    if adds is None:
+        return
+    pairs = tile_label_pairs(inputs["labels"], inputs["tile"])
+    pixels = int(np.count_nonzero(inputs["labels"]))
+    if adds > pairs:
+        raise Mismatch(
+            f"the results are right, but the kernel made {adds} cuda.atomic.add calls on area "
+            f"for {pixels} foreground pixels; per-block partials need one per blob per "
+            f"{inputs['tile']}x{inputs['tile']} tile ({pairs} here): accumulate in the block's "
+            "shared table first, then flush each slot once")
+
+
+# --- exercise 10 (stretch): run extraction on the GPU ------------------------------------------
+
+def _run_gpu_runs(ns, inputs, mode):
+    image = inputs["image"]
+    h, w = image.shape
+    runs = ns["gpu_extract_runs"](_device_image(image), h, w)
+    if hasattr(runs, "copy_to_host"):
+        runs = runs.copy_to_host()
+    return np.asarray(runs)
+
+
+# --- the catalogue -----------------------------------------------------------------------------
+
+def _cases(sim, gpu):
+    return {"sim": _image_cases(sim), "gpu": _image_cases(gpu)}
+
+
+CPU_CASES = {"sim": _image_cases(CPU_IMAGES), "gpu": _image_cases(CPU_IMAGES)}
+
+
+def _exercise(id_, title, entry, run, verify, cases, make=make_image_inputs,
+              reference=_ref_none, needs=()):
+    return Exercise(id=f"ccl.{id_}", lesson=LESSON, title=title, entry=entry, make_inputs=make,
+                    run=run, reference=reference, verify=verify, cases=cases, needs=needs)
+
+
+EXERCISES = (
+    _exercise("flood_fill", "CPU reference: flood-fill labelling (4 and 8 connectivity)",
+              "flood_fill_label", _run_flood, _verify_cpu_labels, CPU_CASES),
+    _exercise("runs", "run-length encoding of the rows", "extract_runs", _run_runs,
+              _verify_runs, CPU_CASES, reference=_ref_runs),
+    _exercise("run_labels", "labelling by linking the runs of adjacent rows", "label_runs",
+              _run_run_labels, _verify_cpu_labels, CPU_CASES, needs=("extract_runs",)),
+    _exercise("propagation", "GPU label propagation: sweep until nothing changes",
+              "propagation_label", _run_propagation, _verify_propagation,
+              _cases(SIM_PROPAGATION, GPU_PROPAGATION),
+              needs=("init_labels_kernel", "propagate_kernel")),
+    _exercise("union_find", "GPU union-find: init, compress, atomic merge, resolve",
+              "union_find_label", _run_union_find, _verify_union_find,
+              _cases(SIM_IMAGES, GPU_IMAGES),
+              needs=("find_root", "uf_init_kernel", "uf_compress_kernel", "uf_merge_kernel")),
+    _exercise("scan", "exclusive prefix scan: block scan + scanned block sums",
+              "exclusive_scan", _run_scan, _verify_scan, SCAN_CASES, make=_make_scan,
+              reference=_ref_scan, needs=("block_scan_kernel", "add_offsets_kernel")),
+    _exercise("compaction", "consecutive labels 1..K: flag roots, scan, relabel",
+              "compact_labels", _run_compaction, _verify_compaction,
+              _cases(SIM_FEW, GPU_IMAGES), make=_make_compaction,
+              needs=("flag_roots_kernel", "relabel_kernel", "exclusive_scan")),
+    _exercise("stats", "blob statistics with one atomic per pixel and field",
+              "blob_stats_kernel", _run_stats, _verify_stats, _cases(SIM_IMAGES, GPU_IMAGES),
+              make=_make_stats, reference=_ref_stats),
+    _exercise("stats_block", "blob statistics from per-block partials (shared hash table)",
+              "blob_stats_block_kernel", _run_stats_block, _verify_stats_block,
+              _cases(SIM_FEW, GPU_IMAGES), make=_make_stats, reference=_ref_stats,
+              needs=("TILE", "STATS_THREADS")),
+    _exercise("gpu_runs", "stretch: run extraction on the GPU (count, scan, write)",
+              "gpu_extract_runs", _run_gpu_runs, _verify_runs, _cases(SIM_FEW, GPU_IMAGES),
+              reference=_ref_runs, needs=("count_runs_kernel", "write_runs_kernel")),
+)

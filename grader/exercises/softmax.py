@@ -1,0 +1,770 @@
+"""Lesson 03 (softmax): how each exercise is launched, what it must compute, and its tests.
+
+Every test is a ``(rows, cols)`` matrix of float32 or float16 whose rows are
+softmaxed (or log-softmaxed). Inputs come in kinds that catch the common bugs:
+
+* ``normal`` -- standard normal values times 3;
+* ``large`` -- rows shifted by +-100 to 1000: exp overflows (or every term underflows
+  to 0) unless the row max is subtracted first;
+* ``masked`` -- about a third of the entries are ``-inf`` (attention masks): they
+  must give exactly 0 (``-inf`` for log-softmax) without disturbing the rest;
+* ``-inf rows`` -- ``masked``, and some rows entirely ``-inf``: their result is NaN
+  (as ``torch.softmax`` gives; ``-inf - (-inf)`` is NaN, no special case needed);
+* ``wide`` -- values spread over ``[-200, 0]``: probabilities below float32's range,
+  whose log must still be finite.
+
+Outputs are compared with a float64 reference element by element. The tolerance
+of an output ``y = exp(x - m) / s`` is relative: ``u * (|x - m| + 4)`` for the
+rounding of ``x - m`` (amplified by exp) and for exp, the division and the final
+rounding, plus ``gamma_d = d u / (1 - d u)`` for the sum of ``d = cols + 2``
+positive terms (the worst order of additions), with ``u = 2^-24`` (float32
+compute); float16 outputs add their own rounding ``2^-11 * |y|`` and half the
+spacing of float16's smallest numbers, ``2^-24``. Log-softmax outputs
+``(x - m) - log(s)`` get the absolute tolerance ``u * (|x - m| + |log s| + 4) +
+gamma_d`` plus the rounding of the output, ``u * |y|`` (``2^-11 * |y|`` for
+float16). Expected NaN and ``-inf`` must be matched exactly.
+
+Every output array starts filled with 7.0 (no softmax or log-softmax value), with
+``GUARD_ROWS`` guard rows after the last: an element left at 7.0 was never written,
+and a changed guard row means a write past the end. The input has guard rows of NaN
+after it (on a GPU a read past the end reads NaN; in the simulator it raises).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+from functools import cache
+
+import numpy as np
+
+from grader import launch as L
+from grader.exercise import Case, Exercise, Mismatch
+from grader.metric_rules import MetricRule
+
+LESSON = "03_softmax"
+SENTINEL = 7.0
+GUARD_ROWS = 4  # rows after the input and the output that a kernel must not touch
+U32 = 2.0**-24
+U16 = 2.0**-11
+F16_FLOOR = 2.0**-24
+F32_FLOOR = 1e-37
+VECTOR = {"float32": 4, "float16": 8}  # elements in 16 bytes
+
+
+@dataclass(frozen=True)
+class Shape(Case):
+    """A softmax test: shape, dtype, log or not, and how the kernel is configured/launched."""
+
+    rows: int = 1
+    cols: int = 1
+    dtype: str = "float32"
+    log: bool = False
+    config: tuple = ()  # exercise-specific kernel configuration
+    grid: int = 0  # 0: one block per row (block kernels) or enough for every row
+    block: int = 32
+
+    def name(self) -> str:
+        parts = [f"{self.rows}x{self.cols} {self.dtype}", self.kind]
+        if self.log:
+            parts.append("log")
+        if self.config:
+            parts.append(f"config {self.config}")
+        if self.grid:
+            parts.append(f"grid {self.grid}")
+        if self.note:
+            parts.append(self.note)
+        return ", ".join(parts)
+
+
+def shape(rows, cols, dtype="float32", kind="normal", **extra) -> Shape:
+    return Shape(size=rows * cols, kind=kind, rows=rows, cols=cols, dtype=dtype, **extra)
+
+
+# --- inputs and reference ---------------------------------------------------------------------
+
+def make_matrix(rng: np.random.Generator, case: Shape) -> dict:
+    rows, cols = case.rows, case.cols
+    x = 3.0 * rng.standard_normal((rows, cols))
+    if case.kind == "large":
+        # even rows far above 0 (exp overflows), odd rows far below (exp underflows to 0)
+        sign = np.where(np.arange(rows) % 2 == 0, 1.0, -1.0)[:, None]
+        x += sign * rng.uniform(100.0, 1000.0, size=(rows, 1))
+    elif case.kind == "wide":
+        x = rng.uniform(-200.0, 0.0, size=(rows, cols))
+    elif case.kind in ("masked", "-inf rows"):
+        mask = rng.random((rows, cols)) < 0.35
+        mask[np.arange(rows), rng.integers(0, cols, size=rows)] = False  # one finite per row
+        x[mask] = -np.inf
+        if case.kind == "-inf rows":
+            x[rng.random(rows) < 0.3] = -np.inf
+            x[rows // 2] = -np.inf  # at least one
+    return {"x": x.astype(case.dtype), "log": case.log, "case": case}
+
+
+def reference(inputs: dict) -> np.ndarray:
+    """Softmax (or log-softmax) of each row in float64; NaN for rows of -inf."""
+    x = inputs["x"].astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shifted = x - x.max(axis=1, keepdims=True)
+        total = np.exp(shifted).sum(axis=1, keepdims=True)
+        if inputs["log"]:
+            return shifted - np.log(total)
+        return np.exp(shifted) / total
+
+
+def tolerance(inputs: dict) -> tuple[np.ndarray, str]:
+    """Per-element tolerance and a sentence explaining it."""
+    x = inputs["x"].astype(np.float64)
+    cols = x.shape[1]
+    depth = cols + 2
+    gamma = depth * U32 / (1 - depth * U32)
+    expected = reference(inputs)
+    with np.errstate(invalid="ignore"):
+        shifted = np.abs(x - x.max(axis=1, keepdims=True))
+    shifted = np.nan_to_num(shifted, nan=0.0, posinf=0.0)
+    half = inputs["x"].dtype == np.float16
+    magnitude = np.nan_to_num(np.abs(expected), nan=0.0, posinf=0.0)
+    if inputs["log"]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_sum = np.abs(np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(
+                axis=1, keepdims=True)))
+        log_sum = np.nan_to_num(log_sum, nan=0.0)
+        rounding = U16 if half else U32
+        tol = U32 * (shifted + log_sum + 4) + gamma + rounding * magnitude
+        why = (f"absolute tolerance u*(|x - max| + |log sum| + 4) + gamma_{depth} + "
+               f"{'2^-11' if half else 'u'}*|y| (rounding of the output), u = 2^-24, "
+               f"gamma_{depth} = {gamma:.2g}")
+        return tol, why
+    relative = U32 * (shifted + 4) + gamma + (U16 if half else 0.0)
+    floor = F16_FLOOR if half else F32_FLOOR
+    why = (f"relative tolerance u*(|x - max| + 4) + gamma_{depth}"
+           + (" + 2^-11 (float16 rounding)" if half else "")
+           + f", u = 2^-24, gamma_{depth} = {gamma:.2g}, plus {floor:.3g} absolute")
+    return relative * magnitude + floor, why
+
+
+# --- comparison with a diagnosis ----------------------------------------------------------------
+
+def _rows_text(rows) -> str:
+    rows = [int(r) for r in rows]
+    head = ", ".join(map(str, rows[:8]))
+    return head + (f", ... ({len(rows)} rows)" if len(rows) > 8 else "")
+
+
+def expect_softmax(got, expected, inputs: dict, what: str = "y") -> None:
+    """Compare an output matrix with the float64 reference; explain what went wrong."""
+    x = inputs["x"]
+    got = np.asarray(got)
+    if got.shape != x.shape:
+        raise Mismatch(f"{what} has shape {got.shape}; expected {x.shape} (one output per input)")
+    if got.dtype != x.dtype:
+        raise Mismatch(f"{what} has dtype {got.dtype}; expected {x.dtype}, the input's dtype "
+                       "(compute in float32, return the input's type)")
+    got = got.astype(np.float64)
+    unwritten = got == SENTINEL
+    if unwritten.any():
+        rows = np.nonzero(unwritten.any(axis=1))[0]
+        first = tuple(int(i) for i in np.argwhere(unwritten)[0])
+        raise Mismatch(
+            f"{int(unwritten.sum())} elements of {what} were never written (first {what}"
+            f"[{first[0]}, {first[1]}]), in rows {_rows_text(rows)}: check that the loop "
+            "over rows reaches every row (grid-stride: a grid smaller than the number of "
+            "rows), and that the columns a thread covers reach the end of the row")
+    tol, why = tolerance(inputs)
+    nan_expected = np.isnan(expected)
+    with np.errstate(invalid="ignore"):
+        bad = np.where(nan_expected, ~np.isnan(got),
+                       np.where(np.isinf(expected), got != expected,
+                                ~(np.abs(got - expected) <= tol)))
+    if not bad.any():
+        return
+    rows = np.nonzero(bad.any(axis=1))[0]
+    r, c = (int(i) for i in np.argwhere(bad)[0])
+    lines = [f"{int(bad.sum())} wrong elements in rows {_rows_text(rows)}; first {what}[{r}, {c}]:"
+             f" expected {expected[r, c]:.7g}, got {got[r, c]:.7g} (input {float(x[r, c]):.7g};"
+             f" {why})."]
+    lines.extend(_diagnose(got, expected, inputs, bad, rows))
+    raise Mismatch(" ".join(lines))
+
+
+def _diagnose(got, expected, inputs, bad, rows) -> list[str]:
+    x = inputs["x"].astype(np.float64)
+    hints = []
+    finite_expected = np.isfinite(expected)
+    broken = bad & finite_expected & ~np.isfinite(got)
+    if broken.any():
+        row = int(np.nonzero(broken.any(axis=1))[0][0])
+        finite = x[row][np.isfinite(x[row])]
+        if finite.size and finite.max() > 80:
+            hints.append(f"NaN/inf in row {row}, whose largest input is {finite.max():.4g}: "
+                         "exp overflows float32 beyond 88.7 -- subtract the row max before exp.")
+        elif not np.isfinite(x[row]).all():
+            hints.append(f"NaN/inf in row {row}, which has -inf entries: -inf - (-inf) is NaN; "
+                         "a value that is -inf must contribute exp(-inf - max) = 0, and a "
+                         "thread that has seen only -inf must add nothing to the sum.")
+        else:
+            hints.append("NaN/inf where the inputs are ordinary numbers: a read of memory nobody "
+                         "wrote (past the end of the row, shared memory not stored yet -- a "
+                         "missing barrier?) or a sum that stayed 0.")
+    if not inputs["log"] and not hints:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = got / expected
+        scaled = []
+        for row in rows:
+            usable = finite_expected[row] & (expected[row] > 1e-30)
+            if usable.sum() >= 2:
+                values = ratio[row][usable]
+                if np.allclose(values, values[0], rtol=1e-4) and not np.isclose(values[0], 1):
+                    scaled.append(int(row))
+        if scaled:
+            hints.append(f"Rows {_rows_text(scaled)} are proportional to the right answer but do "
+                         "not sum to 1: the sum missed or repeated some values (a reduction over "
+                         "the wrong group of lanes or threads, or a shared slot read too early).")
+    if not hints:
+        hints.append("Values that change from run to run point to a race (a missing "
+                     "cuda.syncthreads()); stable wrong values to a wrong index, stride or pack "
+                     "layout (a value written to one place and read from another).")
+    return hints
+
+
+# --- launching --------------------------------------------------------------------------------
+
+def _device_input(x: np.ndarray):
+    """``x`` on the device with guard rows of NaN after it; the view of the first rows."""
+    padded = np.full((x.shape[0] + GUARD_ROWS, x.shape[1]), np.nan, dtype=x.dtype)
+    padded[: x.shape[0]] = x
+    return L.cuda().to_device(padded)[: x.shape[0]]
+
+
+def _device_output(shape, dtype):
+    """An output filled with SENTINEL, and the whole array including its guard rows."""
+    full = L.cuda().to_device(np.full((shape[0] + GUARD_ROWS, shape[1]), SENTINEL,
+                                      dtype=dtype))
+    view = full[: shape[0]]
+    if L.cuda().config.ENABLE_CUDASIM:
+        from workbook.sim.global_races import watch
+
+        watch(view, "y")
+    return view, full
+
+
+def _finish(full, rows: int) -> np.ndarray:
+    L.cuda().synchronize()
+    host = full.copy_to_host()
+    if not (host[rows:] == SENTINEL).all():
+        raise Mismatch("the kernel wrote past the last row of y (the guard rows after it "
+                       "changed): check the row bounds")
+    return host[:rows]
+
+
+class _quiet_numpy(warnings.catch_warnings):
+    """Simulated kernels compute with numpy scalars, which warn about -inf - (-inf)."""
+
+    def __enter__(self):
+        result = super().__enter__()
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        return result
+
+
+@cache
+def _kernel(factory, config):
+    return factory(*config)
+
+
+def _launch_kernel(kernel, grid, block, shared, x, y):
+    if shared > 48 * 1024 and not L.cuda().config.ENABLE_CUDASIM:
+        from workbook.occupancy import allow_dynamic_shared_memory
+
+        allow_dynamic_shared_memory(kernel, shared, (x, y))
+    with _quiet_numpy():
+        kernel[grid, block, 0, shared](x, y)
+        L.cuda().synchronize()
+
+
+# --- exercise 1: CPU ----------------------------------------------------------------------------
+
+def _run_cpu(entry):
+    def run(ns, inputs, mode):
+        x = inputs["x"]
+        before = x.copy()
+        with _quiet_numpy():  # overflow and log(0) warnings: the comparison explains them
+            got = ns[entry](x)
+        if not np.array_equal(before, x, equal_nan=True):
+            raise Mismatch(f"{entry} modified its input; it must return a new array")
+        return got
+
+    return run
+
+
+def _verify(got, expected, inputs, mode):
+    expect_softmax(got, expected, inputs)
+
+
+def _cpu_cases(log=False):
+    kinds = ("normal", "large", "masked", "-inf rows") + (("wide",) if log else ())
+    cases = [shape(1, 1, log=log), shape(1, 1, kind="-inf rows", log=log)]
+    for dtype in ("float32", "float16"):
+        for kind in kinds:
+            cases.append(shape(6, 37, dtype, kind, log=log))
+    cases.extend((shape(3, 2000, log=log), shape(3, 2000, "float16", log=log)))
+    return tuple(cases)
+
+
+# --- exercise 2: three kernels --------------------------------------------------------------------
+
+def _run_naive(ns, inputs, mode):
+    x = inputs["x"]
+    d_x = _device_input(x)
+    d_y, full = _device_output(x.shape, x.dtype)
+    with _quiet_numpy():
+        ns["softmax_naive"](d_x, d_y)
+    return _finish(full, x.shape[0])
+
+
+NAIVE_CASES = {
+    "sim": (shape(1, 1), shape(3, 5, kind="large"), shape(5, 33, "float16", "masked"),
+            shape(4, 17, kind="-inf rows"), shape(2, 70, "float16", "large")),
+    "gpu": (shape(1, 1), shape(1000, 5, kind="large"), shape(777, 33, "float16", "masked"),
+            shape(300, 100, kind="-inf rows"), shape(64, 4000, "float16", "large"),
+            shape(2000, 1024)),
+}
+
+
+# --- exercise 3: warp softmax ---------------------------------------------------------------------
+
+def warp_config(cols: int, pack: int) -> tuple[int, int, int]:
+    """(cols_per_thread, group_width, rows_per_thread), as the lesson's dispatcher picks it."""
+    if cols <= 32 * pack:
+        width = 1
+        while width * pack < cols:
+            width *= 2
+        return pack, width, 2
+    packs = -(-cols // (32 * pack))
+    return packs * pack, 32, 1
+
+
+def pack_for(dtype: str, cols: int) -> int:
+    return VECTOR[dtype] if cols % VECTOR[dtype] == 0 else 1
+
+
+def _warp_case(rows, cols, dtype="float32", kind="normal", *, pack=None, config=None, grid=0,
+               block=32, log=False):
+    pack = pack_for(dtype, cols) if pack is None else pack
+    per_thread, width, rows_per_thread = config or warp_config(cols, pack)
+    return shape(rows, cols, dtype, kind, log=log, grid=grid, block=block,
+                 config=(pack, per_thread, width, rows_per_thread))
+
+
+WARP_CASES = {
+    "sim": (
+        _warp_case(5, 1, grid=1),
+        _warp_case(13, 7, kind="masked", grid=1),
+        _warp_case(11, 32, kind="large", grid=1, block=64),
+        _warp_case(9, 40, "float16", grid=2),
+        _warp_case(5, 100, kind="-inf rows", grid=1),
+        _warp_case(4, 33, kind="large", grid=1),
+        _warp_case(3, 300, "float16", "masked", grid=2, log=True),
+        _warp_case(3, 64, pack=2, config=(2, 32, 1), kind="large", log=True),
+        _warp_case(6, 64, config=(4, 16, 2), kind="-inf rows", grid=1, log=True),
+    ),
+    "gpu": (
+        _warp_case(1000, 1, block=128),
+        _warp_case(4099, 7, kind="masked", block=128),
+        _warp_case(3001, 32, kind="large", grid=7, block=128),
+        _warp_case(2000, 32, "float16", block=128),
+        _warp_case(999, 100, kind="-inf rows", block=128),
+        _warp_case(513, 129, kind="large", grid=3, block=128),
+        _warp_case(1000, 300, "float16", "masked", block=128, log=True),
+        _warp_case(4096, 512, "float16", block=128),
+        _warp_case(2000, 1024, kind="large", block=128),
+        _warp_case(1500, 1024, "float16", "-inf rows", grid=11, block=128, log=True),
+        _warp_case(800, 1000, block=256, log=True),
+    ),
+}
+
+
+def _run_warp(ns, inputs, mode):
+    case, x = inputs["case"], inputs["x"]
+    pack, per_thread, width, rows_per_thread = case.config
+    kernel = _kernel(ns["make_warp_softmax"],
+                     (np.dtype(case.dtype), pack, per_thread, width, rows_per_thread, case.log))
+    rows_per_block = case.block // width * rows_per_thread
+    grid = case.grid or L.blocks_for(case.rows, rows_per_block)
+    d_x = _device_input(x)
+    d_y, full = _device_output(x.shape, x.dtype)
+    _launch_kernel(kernel, grid, case.block, 0, d_x, d_y)
+    return _finish(full, case.rows)
+
+
+# --- exercises 4 and 5: block kernels -------------------------------------------------------------
+
+def _block_case(rows, cols, dtype="float32", kind="normal", *, pack=None, grid=0, block=32,
+                log=False):
+    pack = pack_for(dtype, cols) if pack is None else pack
+    return shape(rows, cols, dtype, kind, log=log, grid=grid, block=block, config=(pack,))
+
+
+BLOCK_CASES = {
+    "sim": (
+        _block_case(2, 1),
+        _block_case(3, 7, kind="masked", grid=1),
+        _block_case(3, 33, kind="large", block=64),
+        _block_case(4, 64, grid=2),
+        _block_case(3, 96, "float16", "-inf rows", grid=1),
+        _block_case(2, 100, "float16", "large", log=True),
+        _block_case(3, 200, kind="masked", grid=1, log=True),
+        _block_case(2, 256, pack=2, block=64),
+    ),
+    "gpu": (
+        _block_case(100, 1, block=128),
+        _block_case(300, 7, kind="masked", grid=1, block=128),
+        _block_case(500, 1025, kind="large", block=128),
+        _block_case(64, 2048, "float16", "-inf rows", grid=5, block=256),
+        _block_case(257, 4096, block=512, log=True),
+        _block_case(33, 8192, "float16", "masked", block=1024),
+        _block_case(20, 16384, kind="large", block=1024),
+        _block_case(40, 3000, "float16", block=128, log=True),
+    ),
+}
+
+UNCACHED_EXTRA = {
+    "sim": (_block_case(1, 700, "float16", "masked", block=64),),
+    "gpu": (_block_case(8, 70000, "float16", "masked", block=1024),
+            _block_case(4, 65536, kind="large", block=512, log=True)),
+}
+
+
+def _run_block(entry: str, cached: bool):
+    def run(ns, inputs, mode):
+        case, x = inputs["case"], inputs["x"]
+        (pack,) = case.config
+        kernel = _kernel(ns[entry], (np.dtype(case.dtype), pack, case.log))
+        d_x = _device_input(x)
+        d_y, full = _device_output(x.shape, x.dtype)
+        shared = 4 * case.cols if cached else 0
+        _launch_kernel(kernel, case.grid or case.rows, case.block, shared, d_x, d_y)
+        return _finish(full, case.rows)
+
+    return run
+
+
+# --- exercise 6: dispatcher -------------------------------------------------------------------
+
+SMEM_LIMIT = 232448  # bytes one block can use on an H100/H200 (the simulator's estimate)
+BLOCK_TABLES = (  # resident blocks per SM for 128, 256, 512, 1024 threads -> expected choice
+    ((16, 8, 4, 2), 128),
+    ((2, 2, 2, 2), 1024),
+    ((4, 4, 2, 1), 256),
+    ((3, 3, 3, 1), 512),
+    ((0, 0, 0, 0), 0),
+    ((1, 1, 1, 1), 1024),
+)
+
+
+def _dispatch_cases(log=False):
+    sim = [shape(3, 1, log=log), shape(5, 7, kind="masked", log=log),
+           shape(9, 32, "float16", "large", log=log), shape(2, 100, kind="-inf rows", log=log),
+           shape(2, 1030, kind="large", log=log), shape(1, 2048, "float16", "masked", log=log)]
+    gpu = [shape(1, 1, log=log), shape(1000, 7, kind="masked", log=log),
+           shape(3000, 32, "float16", "large", log=log), shape(513, 1000, log=log),
+           shape(300, 1024, "float16", "-inf rows", log=log), shape(200, 1025, log=log),
+           shape(64, 4096, "float16", "masked", log=log), shape(32, 16384, kind="large", log=log),
+           shape(8, 60000, log=log), shape(4, 100000, "float16", "masked", log=log)]
+    if not log:
+        sim.append(shape(1, SMEM_LIMIT // 4 + 88, kind="masked"))
+        choose = tuple(shape(1, 1, kind="block size", note=f"resident blocks {table}")
+                       for table, _ in BLOCK_TABLES)
+        sim = list(choose) + sim
+        gpu = list(choose) + gpu
+    return {"sim": tuple(sim), "gpu": tuple(gpu)}
+
+
+def expected_variant(cols: int, dtype: str) -> tuple[str, ...]:
+    """The kernel(s) the dispatcher may pick (near the shared-memory limit, either one)."""
+    if cols <= 1024:
+        return ("warp",)
+    if cols * 4 <= SMEM_LIMIT - 16 * 1024:
+        return ("block_smem",)
+    if cols * 4 > SMEM_LIMIT:
+        return ("block_uncached",)
+    return ("block_smem", "block_uncached")
+
+
+def _table(case) -> tuple[int, ...]:
+    return next(t for t, _ in BLOCK_TABLES if f"resident blocks {t}" == case.note)
+
+
+def _make_dispatch(rng, case):
+    if case.kind == "block size":
+        return {"table": _table(case), "case": case, "log": False, "x": np.zeros((1, 1))}
+    return make_matrix(rng, case)
+
+
+def _reference_dispatch(inputs):
+    if "table" in inputs:
+        return dict(BLOCK_TABLES)[inputs["table"]]
+    return reference(inputs)
+
+
+def _run_dispatch(ns, inputs, mode):
+    if "table" in inputs:
+        counts = dict(zip((128, 256, 512, 1024), inputs["table"]))
+        return ns["choose_block_size"](lambda threads: counts[threads])
+    case, x = inputs["case"], inputs["x"]
+    d_x = _device_input(x)
+    d_y, full = _device_output(x.shape, x.dtype)
+    with _quiet_numpy():
+        name = ns["softmax_gpu"](d_x, d_y, log=case.log) if case.log else ns["softmax_gpu"](
+            d_x, d_y)
+    return name, _finish(full, case.rows)
+
+
+def _verify_dispatch(got, expected, inputs, mode):
+    if "table" in inputs:
+        table = dict(zip((128, 256, 512, 1024), inputs["table"]))
+        if got != expected:
+            raise Mismatch(f"choose_block_size with resident blocks per SM {table} returned "
+                           f"{got}; expected {expected} (the largest block size whose count "
+                           "equals the count for 128 threads; 0 when 128 threads do not fit)")
+        return
+    name, y = got
+    allowed = expected_variant(inputs["case"].cols, inputs["case"].dtype)
+    if name not in allowed:
+        raise Mismatch(f"softmax_gpu chose {name!r} for {inputs['case'].cols} columns; expected "
+                       f"{' or '.join(map(repr, allowed))} (warp kernel up to 1024 columns, then "
+                       "the shared-memory kernel while a block of 128 threads fits, then uncached)")
+    expect_softmax(y, expected, inputs)
+
+
+# --- exercise 7: log-softmax --------------------------------------------------------------------
+
+def _log_cases():
+    gpu_part = _dispatch_cases(log=True)
+    cpu = _cpu_cases(log=True)
+    wide = (shape(4, 64, "float16", "wide", log=True, note="softmax_gpu"),)
+    return {"sim": cpu + wide + tuple(replace(c, note="softmax_gpu") for c in gpu_part["sim"]),
+            "gpu": cpu + wide + tuple(replace(c, note="softmax_gpu") for c in gpu_part["gpu"])}
+
+
+def _run_log(ns, inputs, mode):
+    if inputs["case"].note == "softmax_gpu":
+        return _run_dispatch(ns, inputs, mode)
+    return _run_cpu("log_softmax_cpu")(ns, inputs, mode)
+
+
+def _verify_log(got, expected, inputs, mode):
+    if inputs["case"].note == "softmax_gpu":
+        name, y = got
+        expect_softmax(y, expected, inputs, what="y (softmax_gpu with log=True)")
+    else:
+        expect_softmax(got, expected, inputs, what="log_softmax_cpu(x)")
+
+
+# --- the exercises ------------------------------------------------------------------------------
+
+def _exercise(id_, title, entry, run, cases, verify=_verify, make=make_matrix,
+              ref=reference, needs=()):
+    return Exercise(id=f"softmax.{id_}", lesson=LESSON, title=title, entry=entry,
+                    make_inputs=make, run=run, reference=ref, verify=verify, cases=cases,
+                    needs=needs)
+
+
+EXERCISES = (
+    _exercise("cpu", "numerically stable softmax in numpy", "softmax_cpu",
+              _run_cpu("softmax_cpu"), {"sim": _cpu_cases(), "gpu": _cpu_cases()}),
+    _exercise("naive", "naive GPU softmax: max, exp-sum and normalise kernels", "row_max_kernel",
+              _run_naive, NAIVE_CASES, needs=("exp_sum_kernel", "normalize_kernel",
+                                              "softmax_naive")),
+    _exercise("warp", "warp softmax: a row in registers, shuffle all-reduce", "make_warp_softmax",
+              _run_warp, WARP_CASES),
+    _exercise("block_smem", "block softmax with the row cached in shared memory",
+              "make_block_smem_softmax", _run_block("make_block_smem_softmax", True),
+              BLOCK_CASES),
+    _exercise("block_uncached", "block softmax for long rows: online max and sum",
+              "make_block_uncached_softmax", _run_block("make_block_uncached_softmax", False),
+              {m: BLOCK_CASES[m] + UNCACHED_EXTRA[m] for m in ("sim", "gpu")}),
+    _exercise("dispatch", "dispatcher: kernel by columns, block size by occupancy", "softmax_gpu",
+              _run_dispatch, _dispatch_cases(), verify=_verify_dispatch, make=_make_dispatch,
+              ref=_reference_dispatch, needs=("choose_block_size", "plan")),
+    _exercise("log", "log-softmax on the CPU and with the same kernels", "log_softmax_cpu",
+              _run_log, _log_cases(), verify=_verify_log, needs=("softmax_gpu",)),
+)
+
+
+# --- metric rules (GPU only): compared with the reference solution profiled in the same run ---
+
+TUNED_ON = "NVIDIA H200 (cc 9.0), 2026-11-22"
+WARP_PROFILE = (49152, 1024)       # float32, 201 MB each way
+BLOCK_PROFILE = (8192, 4096)       # float32, 134 MB each way, 16 KiB of cache per block
+UNCACHED_PROFILE = (4096, 16384)   # float32, 268 MB each way
+
+DURATION = "gpu__time_duration.sum"
+DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+SMEM_ST_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+SMEM_LD_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+
+# Conflict-free code should count (almost) none. The row-major pack layout makes each
+# shared-memory store or load of 32 lanes a 4-way conflict (3 extra wavefronts): 3/32 of
+# the element count, about 3.1 million each way here. PENDING: the bound is 1 % of the
+# elements until a GPU run sets it.
+CONFLICT_BOUND = 0.01 * BLOCK_PROFILE[0] * BLOCK_PROFILE[1]
+
+
+def _data(rows, cols, dtype=np.float32):
+    x = np.random.default_rng(0).standard_normal((rows, cols)).astype(dtype)
+    cuda = L.cuda()
+    return cuda.to_device(x), cuda.device_array((rows, cols), dtype)
+
+
+def _profile_warp(ns):
+    rows, cols = WARP_PROFILE
+    pack = 4
+    per_thread, width, rows_per_thread = warp_config(cols, pack)
+    kernel = _kernel(ns["make_warp_softmax"],
+                     (np.dtype(np.float32), pack, per_thread, width, rows_per_thread, False))
+    x, y = _data(rows, cols)
+    rows_per_block = 128 // width * rows_per_thread
+    kernel[1, 128](x[:8], y[:8])  # compiles: not profiled
+    kernel[L.blocks_for(rows, rows_per_block), 128](x, y)
+
+
+def _profile_block(entry, cached, shape_, threads):
+    def profile(ns):
+        rows, cols = shape_
+        kernel = _kernel(ns[entry], (np.dtype(np.float32), 4, False))
+        x, y = _data(rows, cols)
+        shared = 4 * cols if cached else 0
+        for count in (2, rows):  # the first launch compiles and is not profiled
+            _launch_kernel(kernel, count, threads, shared, x[:count], y[:count])
+
+    return profile
+
+
+def _rule(metric, label, why, **bound):
+    return MetricRule(metric=metric, label=label, why=why, tuned_on=TUNED_ON, **bound)
+
+
+METRICS = {
+    "warp": dict(
+        rules=(_rule(DRAM_PCT, "DRAM throughput (% of peak)", "each row is read once with "
+                     "16-byte coalesced loads and written once: DRAM should stay busy",
+                     min_ratio=0.8),
+               _rule(DURATION, "duration", "one read and one write per element, at DRAM "
+                     "speed", max_ratio=1.25)),
+        profile=_profile_warp, kernels=("warp_softmax_kernel",)),
+    "block_smem": dict(
+        rules=(_rule(SMEM_ST_CONFLICTS, "shared-memory store bank conflicts", "packs stored "
+                     "column-major put the 32 lanes of a store on 32 different banks",
+                     max_value=CONFLICT_BOUND),
+               _rule(SMEM_LD_CONFLICTS, "shared-memory load bank conflicts", "packs read back "
+                     "column-major: one bank per lane", max_value=CONFLICT_BOUND)),
+        profile=_profile_block("make_block_smem_softmax", True, BLOCK_PROFILE, 128),
+        kernels=("block_smem_softmax_kernel",)),
+    "block_uncached": dict(
+        rules=(_rule(DRAM_PCT, "DRAM throughput (% of peak)", "every thread of the block "
+                     "streams 16-byte packs: DRAM should stay busy", min_ratio=0.8),
+               _rule(DURATION, "duration", "two reads and one write per element, the second "
+                     "read partly from L2", max_ratio=1.25)),
+        profile=_profile_block("make_block_uncached_softmax", False, UNCACHED_PROFILE, 512),
+        kernels=("block_uncached_softmax_kernel",)),
+}
+
+EXERCISES = tuple(
+    replace(ex, metric_rules=METRICS[key]["rules"], profile=METRICS[key]["profile"],
+            profile_kernels=METRICS[key].get("kernels", ()))
+    if (key := ex.id.split(".")[1]) in METRICS else ex
+    for ex in EXERCISES
+)
+
+# Slow but correct submissions, each (description, text in the solution cell, replacement):
+# with no text, the replacement is the whole cell. Each must fail every metric rule of its
+# exercise on a GPU (benchmarks/metric_rules.py checks this).
+SLOW_VARIANTS = {
+    "softmax.warp": ("one thread per row, three scalar passes over global memory", None, '''
+def make_warp_softmax(dtype, pack, cols_per_thread, group_width, rows_per_thread=1,
+                      log=False):
+    @cuda.jit
+    def warp_softmax_kernel(x, y):
+        rows, cols = x.shape
+        row = cuda.grid(1)
+        while row < rows:
+            m = NEG_INF
+            for c in range(cols):
+                m = max(m, float32(x[row, c]))
+            s = float32(0.0)
+            for c in range(cols):
+                s += math.exp(float32(x[row, c]) - m)
+            for c in range(cols):
+                shifted = float32(x[row, c]) - m
+                y[row, c] = shifted - math.log(s) if log else math.exp(shifted) / s
+            row += cuda.gridsize(1)
+
+    return warp_softmax_kernel
+'''),
+    "softmax.block_smem": ("packs stored row-major in shared memory (bank conflicts)", None, '''
+def make_block_smem_softmax(dtype, pack, log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+
+    @cuda.jit
+    def block_smem_softmax_kernel(x, y):
+        rows, cols = x.shape
+        cache = cuda.shared.array(0, float32)
+        values = cuda.local.array(pack, float32)
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        num_packs = cols // pack
+        row = cuda.blockIdx.x
+        while row < rows:
+            m = NEG_INF
+            for p in range(tid, num_packs, threads):
+                load_pack(x[row], p * pack, values, 0)
+                for i in range(pack):
+                    cache[p * pack + i] = values[i]
+                    m = max(m, values[i])
+            m = block_all_reduce_max(m)
+            s = float32(0.0)
+            for c in range(tid, cols, threads):
+                shifted = cache[c] - m
+                e = math.exp(shifted)
+                cache[c] = shifted if log else e
+                s += e
+            s = block_all_reduce_sum(s)
+            scale = math.log(s) if log else float32(1.0) / s
+            for p in range(tid, num_packs, threads):
+                for i in range(pack):
+                    v = cache[p * pack + i]
+                    values[i] = v - scale if log else v * scale
+                store_pack(y[row], p * pack, values, 0)
+            row += cuda.gridDim.x
+
+    return block_smem_softmax_kernel
+'''),
+    "softmax.block_uncached": ("only the first warp of each block works, three passes", None,
+                               '''
+def make_block_uncached_softmax(dtype, pack, log=False):
+    @cuda.jit
+    def block_uncached_softmax_kernel(x, y):
+        rows, cols = x.shape
+        lane = cuda.threadIdx.x
+        if lane >= 32:
+            return
+        row = cuda.blockIdx.x
+        while row < rows:
+            m = NEG_INF
+            for c in range(lane, cols, 32):
+                m = max(m, float32(x[row, c]))
+            m = warp_all_reduce_max(m, 32)
+            s = float32(0.0)
+            for c in range(lane, cols, 32):
+                s += math.exp(float32(x[row, c]) - m)
+            s = warp_all_reduce_sum(s, 32)
+            for c in range(lane, cols, 32):
+                shifted = float32(x[row, c]) - m
+                y[row, c] = shifted - math.log(s) if log else math.exp(shifted) / s
+            row += cuda.gridDim.x
+
+    return block_uncached_softmax_kernel
+'''),
+}
+
+__all__ = ["EXERCISES", "LESSON", "SLOW_VARIANTS", "expect_softmax", "reference", "tolerance"]

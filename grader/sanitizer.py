@@ -1,0 +1,206 @@
+"""compute-sanitizer checks of graded exercises on a GPU.
+
+In simulator mode every kernel runs under the workbook's own sanitizer
+(:mod:`workbook.sim.sanitizer`). On a GPU, after grading an exercise, the grader
+runs it once more for each of NVIDIA's compute-sanitizer tools -- ``memcheck``
+(out-of-bounds and misaligned accesses), ``racecheck`` (shared-memory data
+races) and ``synccheck`` (barriers not every thread reaches) -- on its test
+cases of at most :data:`MAX_SIZE` elements (the tools slow kernels down a
+hundredfold and more). A tool that reports an error fails the exercise, with
+the tool's first finding in the result's messages. Where compute-sanitizer is
+not installed the exercise is graded as before, with a note saying the checks
+were skipped.
+
+``WORKBOOK_SANITIZE=0`` turns these runs off, as it turns off the simulator's
+sanitizer; ``WORKBOOK_GPU_SANITIZERS`` chooses the tools (comma-separated, e.g.
+``racecheck``; empty for none).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from grader.results import FAILED, PASSED
+
+TOOLS = ("memcheck", "racecheck", "synccheck")
+TOOLS_ENV = "WORKBOOK_GPU_SANITIZERS"
+SWITCH_ENV = "WORKBOOK_SANITIZE"  # shared with the simulator's sanitizer
+FALLBACK_PATHS = ("/usr/local/cuda/bin/compute-sanitizer",)
+MAX_SIZE = 1 << 16  # the largest test case run under a tool
+ERROR_EXITCODE = 99
+
+WHAT = {
+    "memcheck": "an out-of-bounds or misaligned memory access (a missing bounds check?)",
+    "racecheck": "a data race in shared memory (a missing cuda.syncthreads()?)",
+    "synccheck": "a barrier that not all threads reach (cuda.syncthreads() inside a branch, "
+                 "or after an early return?)",
+}
+
+_SUMMARY = re.compile(r"=+ ERROR SUMMARY: (\d+) errors?")
+_RACE_SUMMARY = re.compile(r"=+ RACECHECK SUMMARY: (\d+) hazards? displayed "
+                           r"\((\d+) errors?, (\d+) warnings?\)")
+_FINDING = re.compile(r"^=+ (?!ERROR SUMMARY|RACECHECK SUMMARY|COMPUTE-SANITIZER|\s)(.+)$")
+_NOISE = ("Saved host backtrace", "Host Frame", "Device Frame", "=========     in ",
+          "Target application returned")
+
+
+def find_tool() -> str | None:
+    """Path of compute-sanitizer: on PATH, in $CUDA_HOME/bin, or /usr/local/cuda/bin."""
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    homes = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
+    candidates = [str(Path(h, "bin", "compute-sanitizer")) for h in homes if h]
+    return next((p for p in (*candidates, *FALLBACK_PATHS) if os.access(p, os.X_OK)), None)
+
+
+def selected_tools() -> tuple[str, ...]:
+    """The tools to run: none when WORKBOOK_SANITIZE=0, else WORKBOOK_GPU_SANITIZERS."""
+    if os.environ.get(SWITCH_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return ()
+    text = os.environ.get(TOOLS_ENV)
+    if text is None:
+        return TOOLS
+    names = tuple(t.strip() for t in text.split(",") if t.strip() and t.strip() != "none")
+    unknown = [t for t in names if t not in TOOLS]
+    if unknown:
+        raise ValueError(f"{TOOLS_ENV}: unknown tool(s) {', '.join(unknown)}; "
+                         f"choose from {', '.join(TOOLS)}")
+    return names
+
+
+def small_cases(exercise, mode: str):
+    """``exercise`` with only its test cases of at most MAX_SIZE elements (else its
+    smallest case)."""
+    cases = tuple(exercise.cases_for(mode))
+    small = tuple(c for c in cases if c.size <= MAX_SIZE)
+    if not small and cases:
+        small = (min(cases, key=lambda c: c.size),)
+    return dataclasses.replace(exercise, cases={**exercise.cases, mode: small})
+
+
+def command(tool_path: str, tool: str, job_path: Path, result_path: Path) -> list[str]:
+    """compute-sanitizer running one exercise job (see grader.runner) under ``tool``."""
+    return [tool_path, "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE),
+            "--report-api-errors", "no", "--print-limit", "20",
+            sys.executable, "-m", "grader.runner", str(job_path), str(result_path)]
+
+
+@dataclasses.dataclass
+class Finding:
+    """What one tool run reported: ``errors`` is None when the run did not complete."""
+
+    tool: str
+    errors: int | None
+    lines: list[str]
+    note: str = ""
+
+    def message(self) -> str:
+        if self.errors is None:
+            return f"compute-sanitizer {self.tool}: not assessed ({self.note})"
+        if self.errors == 0:
+            return f"compute-sanitizer {self.tool}: no errors"
+        shown = "\n    ".join(self.lines[:8])
+        return (f"compute-sanitizer {self.tool}: {self.errors} error(s), {WHAT[self.tool]}. "
+                f"First report:\n    {shown}")
+
+
+def parse(tool: str, output: str, returncode: int) -> Finding:
+    """Read a compute-sanitizer run's output: the error count and the first error's lines."""
+    counts = [int(m.group(1)) for m in _SUMMARY.finditer(output)]
+    race = _RACE_SUMMARY.search(output)
+    if race:
+        counts.append(int(race.group(2)))
+    if not counts:
+        tail = " | ".join(output.strip().splitlines()[-6:])
+        return Finding(tool, None, [], f"no summary from compute-sanitizer, exit code "
+                                       f"{returncode}: {tail}")
+    errors = max(counts)
+    if errors == 0 and returncode == ERROR_EXITCODE:
+        errors = 1
+    return Finding(tool, errors, _first_report(output) if errors else [])
+
+
+def _first_report(output: str) -> list[str]:
+    """The lines of the first error the tool printed, without host backtraces."""
+    lines, started = [], False
+    for raw in output.splitlines():
+        if not raw.startswith("========="):
+            if started:
+                break
+            continue
+        text = raw.lstrip("=").rstrip()
+        if not text.strip():
+            if started:
+                break
+            continue
+        if _SUMMARY.match(raw) or _RACE_SUMMARY.match(raw):
+            break
+        if not started:
+            if not _FINDING.match(raw) or text.strip().startswith(("Warning", "COMPUTE")):
+                continue
+            started = True
+        if any(noise in raw for noise in _NOISE):
+            continue
+        lines.append(text.strip())
+    return lines
+
+
+def run_tool(tool_path: str, tool: str, exercise, cells: list[dict], timeout: float,
+             seed: int | None = None) -> Finding:
+    """Run the exercise's small cases for ``cells`` under one compute-sanitizer tool."""
+    job = {"mode": "gpu", "exercise_id": exercise.id, "cells": cells, "seed": seed,
+           "sanitize": tool}
+    with tempfile.TemporaryDirectory(prefix="grader-sanitizer-") as tmp:
+        job_path, result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
+        job_path.write_text(json.dumps(job))
+        env = dict(os.environ, WORKBOOK_MODE="gpu", NUMBA_ENABLE_CUDASIM="0",
+                   PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen(command(tool_path, tool, job_path, result_path),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=env, start_new_session=True)
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return Finding(tool, None, [], f"did not finish within {timeout:g} s")
+    return parse(tool, output, proc.returncode)
+
+
+def apply_sanitizers(result, exercise, cells: list[dict], mode: str, timeout: float,
+                     seed: int | None = None) -> list[Finding]:
+    """In gpu mode, run the selected tools on a graded exercise; a tool's error fails it.
+
+    Runs for exercises whose kernels ran to the end (passed, or wrong output); adds
+    one message per tool with findings, or one note when compute-sanitizer is absent.
+    """
+    if mode != "gpu" or result.status not in (PASSED, FAILED):
+        return []
+    tools = selected_tools()
+    if not tools:
+        return []
+    tool_path = find_tool()
+    if tool_path is None:
+        result.messages.append("compute-sanitizer: not found, so the memory, race and barrier "
+                               "checks were skipped (install the CUDA toolkit, or put "
+                               "compute-sanitizer on PATH)")
+        return []
+    findings = [run_tool(tool_path, tool, exercise, cells, timeout, seed) for tool in tools]
+    for finding in findings:
+        if finding.errors != 0:
+            result.messages.append(finding.message())
+    if any(f.errors for f in findings):
+        result.status, result.score = FAILED, 0.0
+    elif all(f.errors == 0 for f in findings):
+        result.messages.append(f"compute-sanitizer: no errors ({', '.join(tools)})")
+    return findings

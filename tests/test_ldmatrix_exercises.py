@@ -1,0 +1,169 @@
+"""Lesson 01: the solutions pass, and known-buggy variants are rejected with a diagnosis."""
+
+import pytest
+from solution_cells import namespace_with
+
+import workbook
+from grader.exercise import check_exercise
+from grader.exercises import get as get_exercise
+from grader.exercises import ldmatrix
+
+LESSON = "01_ldmatrix"
+SIM = pytest.mark.sim_only  # detected by the simulator; on a GPU the result may look right
+
+CVTA = "static_cast<unsigned int>(__cvta_generic_to_shared(row))"
+NO_CVTA = "static_cast<unsigned int>(reinterpret_cast<unsigned long long>(row))"
+
+# (exercise, bug, text in the solution, replacement, words expected in the message)
+BUGGY = [
+    ("address", "generic address instead of shared",
+     "*ret = static_cast<unsigned int>(__cvta_generic_to_shared(p));",
+     "*ret = static_cast<unsigned int>(reinterpret_cast<unsigned long long>(p));",
+     "cvta"),
+    ("address", "wrong element", "shared_address(tile[t:].ctypes)",
+     "shared_address(tile[2 * t:].ctypes)", "bytes after thread 0"),
+    ("address", "C++ name", 'extern "C" __device__ int shared_address',
+     "__device__ int shared_address", 'extern "C"'),
+    ("predict", "transposed map", "(lane // 4, 2 * (lane % 4) + half)",
+     "(2 * (lane % 4) + half, lane // 4)", ".trans layout"),
+    ("predict", "halves swapped", "2 * (lane % 4) + half)", "2 * (lane % 4) + 1 - half)",
+     "halves are swapped"),
+    ("x1", "wrong row-address lane mapping", "ldmatrix_x1(tile[lane % 8, :].ctypes)",
+     "ldmatrix_x1(tile[lane // 4, :].ctypes)", "row address"),
+    ("x1", "missing cvta", CVTA, NO_CVTA, "cvta"),
+    ("x1", "trans where none belongs", "m8n8.x1.shared.b16", "m8n8.x1.trans.shared.b16",
+     "without .trans"),
+    ("x1", "uint32_t (no <cstdint> in NVRTC)", "unsigned int address =", "uint32_t address =",
+     "does not compile"),
+    ("x1", "misspelled instruction", "ldmatrix.sync.aligned.m8n8.x1",
+     "ldmatrix.sync.aligned.m8n8.x3", "ptxas"),
+    ("x1", "half of the matrix never copied",
+     "    tile[lane // 8 + 4, lane % 8] = matrix[lane // 8 + 4, lane % 8]\n", "", ""),
+    ("x4", "wrong register order", '"=r"(ret[0]), "=r"(ret[1]), "=r"(ret[2])',
+     '"=r"(ret[1]), "=r"(ret[0]), "=r"(ret[2])', "Register 0 holds what register 1 should"),
+    ("x4", "wrong matrix addressing", "tile[lane % 16, 8 * (lane // 16):]",
+     "tile[lane % 8, 8 * (lane // 8 % 2):]", ""),
+    ("x4", "missing cvta", CVTA, NO_CVTA, "cvta"),
+    ("trans", "missing .trans", "x2.trans.shared.b16", "x2.shared.b16", "trans"),
+    ("trans", "register order", '"=r"(ret[0]), "=r"(ret[1])', '"=r"(ret[1]), "=r"(ret[0])',
+     "Register 0 holds what register 1 should"),
+    ("stmatrix", "register order", "[%0], {%1, %2, %3, %4}", "[%0], {%2, %1, %3, %4}", ""),
+    ("stmatrix", "missing cvta", CVTA, NO_CVTA, "cvta"),
+    ("stmatrix", "round trip through the wrong rows",
+     "stmatrix_x4(dst[lane % 16, 8 * (lane // 16):].ctypes, r0, r1, r2, r3)",
+     "stmatrix_x4(dst[lane % 16, 8 * (lane // 8 % 2):].ctypes, r0, r1, r2, r3)",
+     "roundtrip_kernel"),
+    ("mma", "a1 and a2 swapped", "mma_m16n8k16(a0, a1, a2, a3, b0, b1, zero",
+     "mma_m16n8k16(a0, a2, a1, a3, b0, b1, zero", "elements are off"),
+    ("mma", "layout .col.row (not an sm_90 mma)", "m16n8k16.row.col.f32", "m16n8k16.col.row.f32",
+     "does not compile"),
+    ("mma", "accumulator rows swapped", "c[g + 8, t2] = d2", "c[g + 8, t2] = d1", ""),
+    ("gemm", "B fragment from the wrong k rows", "tile_b[kk + lane % 16, wn:]",
+     "tile_b[lane % 16, wn:]", "elements are off"),
+    ("gemm", "accumulators in the wrong order",
+     "b0, b1, d0, d1, d2, d3)", "b0, b1, d0, d1, d3, d2)", ""),
+    ("gemm", "warp tiles overlap", "wn = 16 * (t // 32 % 2)", "wn = 8 * (t // 32 % 2)", ""),
+    pytest.param("swizzle", "no swizzle: right fragments, 8-way bank conflicts",
+                 "return ((col // 8) ^ (row % 8)) * 8 + col % 8", "return col",
+                 "bank conflicts", marks=SIM),
+    ("swizzle", "swizzled store, plain load", "tile[row, swizzle(row, col):]", "tile[row, col:]",
+     "differ"),
+]
+
+
+def _bug_id(case):
+    values = case.values if hasattr(case, "values") else case
+    return f"{values[0]}-{values[1].split(' (')[0].replace(' ', '_')}"
+
+
+@pytest.mark.parametrize("exercise", [e.id.split(".")[1] for e in ldmatrix.EXERCISES])
+def test_solution_passes(exercise):
+    ns = namespace_with(LESSON, f"ldmatrix.{exercise}")
+    result = check_exercise(get_exercise(f"ldmatrix.{exercise}"), ns, workbook.MODE)
+    assert result.passed, result.summary()
+
+
+@pytest.mark.parametrize("exercise,bug,old,new,words", BUGGY, ids=[_bug_id(b) for b in BUGGY])
+def test_buggy_variant_rejected(exercise, bug, old, new, words):
+    ns = namespace_with(LESSON, f"ldmatrix.{exercise}", old, new)
+    result = check_exercise(get_exercise(f"ldmatrix.{exercise}"), ns, workbook.MODE)
+    assert not result.passed, f"{bug} was not caught: {result.summary()}"
+    assert words in result.summary()
+
+
+def test_c_stub_is_not_implemented():
+    """A finished kernel with the CUDA C still a stub is 'not implemented', not a failure."""
+    from grader.release import C_STUB
+
+    solution = namespace_with(LESSON, "ldmatrix.x1")
+    stub = solution["LDMATRIX_X1_CU"].split("// BEGIN SOLUTION")[0] + f"    {C_STUB}\n}}\n"
+    ns = dict(solution, LDMATRIX_X1_CU=stub)
+    result = check_exercise(get_exercise("ldmatrix.x1"), ns, workbook.MODE)
+    assert result.status == "not implemented", result.summary()
+    assert "LDMATRIX_X1_CU" in result.summary()
+
+
+def test_tolerance_is_documented_and_scales_with_k():
+    import numpy as np
+
+    a = np.ones((16, 64), np.float16)
+    b = np.ones((64, 8), np.float16)
+    tol, why = ldmatrix.gemm_tolerance(a, b)
+    assert np.allclose(tol, (64 + 4 + 1) * 2.0**-23 * 64)
+    assert "K + K/16 + 1" in why
+
+
+# --- benchmarks/ldmatrix.py, without a GPU ---------------------------------------------------
+
+def _benchmark():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "ldmatrix.py"
+    spec = importlib.util.spec_from_file_location("ldmatrix_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_NAME = "plain_fragments_kernel[abi:v1,cw51cXTLSUwv1sDUaKthqaNgoKmjgOR3W3CwAkMXLaJtQYkOIgxJU0gC]"
+_HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
+           "Block Size", "Grid Size", "Device", "CC", "gpu__time_duration.sum",
+           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]
+_ROWS = [[""] * 11 + ["nsecond", ""],
+         ["0", "4242", "python3.11", "127.0.0.1", _NAME, "1", "7", "(32, 1, 1)", "(1, 1, 1)",
+          "0", "9.0", "3,104", "112"],
+         ["1", "4242", "python3.11", "127.0.0.1", "swizzled_fragments_kernel[abi:v1,cw51]", "1",
+          "7", "(32, 1, 1)", "(1, 1, 1)", "0", "9.0", "2,976", "0"]]
+NCU_CSV = "\n".join([
+    "==PROF== Connected to process 4242",
+    '==PROF== Profiling "plain_fragments_kernel": 0%....50%....100% - 9 passes',
+    *(",".join(f'"{v}"' for v in row) for row in [_HEADER, *_ROWS]),
+    "==PROF== Disconnected from process 4242"]) + "\n"
+
+
+def test_benchmark_reads_ncu_csv():
+    bench = _benchmark()
+    metrics = ["gpu__time_duration.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]
+    records = bench.parse_ncu_csv(NCU_CSV, metrics)
+    assert [r["kernel"] for r in records] == ["plain_fragments_kernel", "swizzled_fragments_kernel"]
+    assert records[0][metrics[0]] == 3104.0 and records[0][metrics[1]] == 112.0
+    assert records[1][metrics[1]] == 0.0
+    assert bench.parse_ncu_csv("==PROF== nothing profiled\n", metrics) == []
+
+
+@pytest.mark.sim_only
+def test_benchmark_smoke_run_writes_recorded_format(tmp_path):
+    from workbook.recorded import format_table
+
+    bench = _benchmark()
+    out = tmp_path / "01_ldmatrix.json"
+    result = bench.main(["--smoke", "--checks", "ldmatrix.predict", "--out", str(out)])
+    assert out.exists() and set(result) == {"device", "date", "command", "parts"}
+    checks = result["parts"]["checks"]["rows"]
+    assert checks == [["ldmatrix.predict", "passed", 1, checks[0][3], checks[0][4]]]
+    gemm = result["parts"]["gemm"]
+    assert [r[0] for r in gemm["rows"]] == ["gemm_kernel", "gemm_scalar_kernel"]
+    assert gemm["rows"][1][-1] == 1.0  # the scalar kernel relative to itself
+    for part in result["parts"].values():
+        assert format_table(part["columns"], part["rows"])
