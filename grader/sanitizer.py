@@ -51,6 +51,14 @@ _RACE_SUMMARY = re.compile(r"=+ RACECHECK SUMMARY: (\d+) hazards? displayed "
 _FINDING = re.compile(r"^=+ (?!ERROR SUMMARY|RACECHECK SUMMARY|COMPUTE-SANITIZER|\s)(.+)$")
 _NOISE = ("Saved host backtrace", "Host Frame", "Device Frame", "=========     in ",
           "Target application returned")
+_ABI_TAG = re.compile(r"\[abi:[^\]]*\]")  # numba's kernel names: name[abi:v1,<hash>](args)
+_ARGUMENTS = re.compile(r"\((?:[^()]|\([^()]*\))*\)(?=\+0x)")
+
+
+def tidy(line: str) -> str:
+    """A report line with numba's kernel names shortened: ``__main__::shared_sum_kernel+0x3a0``
+    for ``__main__::shared_sum_kernel[abi:v1,...](Array<float, (int)1, ...>, ...)+0x3a0``."""
+    return _ARGUMENTS.sub("", _ABI_TAG.sub("", line))
 
 
 def find_tool() -> str | None:
@@ -151,7 +159,7 @@ def _first_report(output: str) -> list[str]:
             started = True
         if any(noise in raw for noise in _NOISE):
             continue
-        lines.append(text.strip())
+        lines.append(tidy(text.strip()))
     return lines
 
 

@@ -577,6 +577,16 @@ def test_parse_memcheck_report_skips_host_frames():
     assert "bounds check" in finding.message()
 
 
+def test_numba_kernel_names_are_shortened():
+    line = ("Error: Race reported between Read access at __main__::shared_sum_kernel[abi:v1,"
+            "cw51cXTLSUwv1sDUaKth_3d_3d](Array<float, (int)1, C, mutable, aligned>, "
+            "Array<float, (int)1, C, mutable, aligned>)+0x3a0")
+    assert gpu_sanitizer.tidy(line) == ("Error: Race reported between Read access at "
+                                        "__main__::shared_sum_kernel+0x3a0")
+    assert gpu_sanitizer.tidy("by thread (0,0,0) in block (0,0,0)") == (
+        "by thread (0,0,0) in block (0,0,0)")
+
+
 def test_parse_clean_and_broken_runs():
     assert gpu_sanitizer.parse("synccheck", CLEAN_OUTPUT, 0).errors == 0
     broken = gpu_sanitizer.parse("memcheck", "Segmentation fault\n", -11)
