@@ -35,8 +35,7 @@ import numpy as np  # noqa: E402
 
 import workbook  # noqa: E402  (selects the mode before numba.cuda is imported)
 from grader.exercises.ccl import scipy_labels, stats_reference  # noqa: E402
-from grader.notebook import load  # noqa: E402
-from grader.runner import exec_cell  # noqa: E402
+from grader.runner import definitions_namespace  # noqa: E402
 from workbook.bench import device_name, time_gpu  # noqa: E402
 
 NOTEBOOK = ROOT / "solutions" / "05_ccl" / "ccl.ipynb"
@@ -47,13 +46,6 @@ TARGET = 0.5  # the lesson's goal: the whole blob analysis in at most half of cu
 
 class CheckFailed(SystemExit):
     """A result disagrees with the reference: nothing is timed or written."""
-
-
-def solution_namespace() -> dict:
-    namespace: dict = {"__name__": "__main__"}
-    for cell in load(NOTEBOOK).definitions():
-        exec_cell({"index": cell.index, "source": cell.source}, namespace)
-    return namespace
 
 
 def random_image(size: int, p: float, seed: int) -> np.ndarray:
@@ -314,7 +306,7 @@ def main() -> None:
     connectivities = [int(c) for c in args.connectivities.split(",")]
     print(f"{device_name()}; {library_versions()}", flush=True)
 
-    ns = solution_namespace()
+    ns = definitions_namespace(NOTEBOOK)
     results = {}
     for k, p in enumerate(densities):
         image = random_image(args.size, p, seed=k)

@@ -39,8 +39,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
-from grader.notebook import load  # noqa: E402
-from grader.runner import exec_cell  # noqa: E402
+from grader.runner import definitions_namespace  # noqa: E402
 from workbook.bench import device_name, time_gpu  # noqa: E402
 
 NOTEBOOK = ROOT / "solutions" / "04_layernorm" / "layernorm.ipynb"
@@ -49,13 +48,6 @@ COLS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 DTYPES = ("float32", "float16")
 EPS = 1e-5
 INNER = 10  # launches per timed region: hides numba's host-side launch cost where it can
-
-
-def solution_namespace() -> dict:
-    namespace: dict = {"__name__": "__main__"}
-    for cell in load(NOTEBOOK).definitions():
-        exec_cell({"index": cell.index, "source": cell.source}, namespace)
-    return namespace
 
 
 def prepared_launch(kernel, args, grid, block, shared_bytes):
@@ -269,7 +261,7 @@ def main() -> None:
     except ImportError:
         raise SystemExit("torch is needed for the baseline: pip install torch") from None
     start = time.monotonic()
-    ns = solution_namespace()
+    ns = definitions_namespace(NOTEBOOK)
     cols_list = [int(c) for c in args.cols.split(",")]
     part, overhead = bandwidth_part(ns, cols_list, args.dtypes.split(","))
     print_summary(part)

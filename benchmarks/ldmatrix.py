@@ -45,8 +45,7 @@ except ImportError:
     torch = None
 
 import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
-from grader.notebook import load  # noqa: E402
-from grader.runner import exec_cell  # noqa: E402
+from grader.runner import definitions_namespace  # noqa: E402
 
 LESSON = "01_ldmatrix"
 NOTEBOOK = ROOT / "solutions" / LESSON / "ldmatrix.ipynb"
@@ -70,14 +69,6 @@ NCU_METRICS = {
 
 
 # --- the solution notebook ------------------------------------------------------------------
-
-def solution_namespace() -> dict:
-    """Setup, exercise and example cells of the solution notebook, executed."""
-    namespace: dict = {"__name__": "__main__"}
-    for cell in load(NOTEBOOK).definitions():
-        exec_cell({"index": cell.index, "source": cell.source}, namespace)
-    return namespace
-
 
 def run_checks(ns: dict, mode: str, only: list[str] | None = None) -> dict:
     """The grader's tests of every exercise (or of ``only``), on the solution."""
@@ -348,7 +339,7 @@ def main(argv: list[str] | None = None) -> dict:
     from workbook.mode import current_mode
 
     mode = current_mode()
-    ns = solution_namespace()
+    ns = definitions_namespace(NOTEBOOK)
     if args.profile_target:
         launch_profile_targets(ns)
         return {}

@@ -27,8 +27,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
-from grader.notebook import load  # noqa: E402
-from grader.runner import exec_cell  # noqa: E402
+from grader.runner import definitions_namespace  # noqa: E402
 from workbook.bench import device_name, time_gpu  # noqa: E402
 
 NOTEBOOK = ROOT / "solutions" / "02_reduction" / "reduction.ipynb"
@@ -42,13 +41,6 @@ NCU_METRICS = {
     "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "global store requests",
 }
 SINGLE_BLOCK = ("simple_sum_kernel", "convergent_sum_kernel", "shared_sum_kernel")
-
-
-def solution_namespace() -> dict:
-    namespace: dict = {"__name__": "__main__"}
-    for cell in load(NOTEBOOK).definitions():
-        exec_cell({"index": cell.index, "source": cell.source}, namespace)
-    return namespace
 
 
 def checked_sum(launch, x_dev, expected: float, what: str) -> float:
@@ -195,7 +187,7 @@ def main() -> None:
                         default=ROOT / "workbook" / "data" / "02_reduction.json")
     parser.add_argument("--launch-single-block", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    ns = solution_namespace()
+    ns = definitions_namespace(NOTEBOOK)
     if args.launch_single_block:
         launch_single_block(ns)
         return

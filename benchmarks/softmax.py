@@ -49,8 +49,7 @@ import numpy as np  # noqa: E402
 
 import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
 from grader.exercises.softmax import SLOW_VARIANTS  # noqa: E402
-from grader.notebook import load  # noqa: E402
-from grader.runner import exec_cell  # noqa: E402
+from grader.runner import definitions_namespace  # noqa: E402
 from workbook.bench import bandwidth_gbs, device_name, time_gpu  # noqa: E402
 
 NOTEBOOK = ROOT / "solutions" / "03_softmax" / "softmax.ipynb"
@@ -71,13 +70,6 @@ NCU_METRICS = {
     "gpu__time_duration.sum": "duration (us)",
 }
 NCU_ESSENTIAL = list(NCU_METRICS)[:2] + ["gpu__time_duration.sum"]
-
-
-def solution_namespace() -> dict:
-    namespace: dict = {"__name__": "__main__"}
-    for cell in load(NOTEBOOK).definitions():
-        exec_cell({"index": cell.index, "source": cell.source}, namespace)
-    return namespace
 
 
 def row_major_namespace(ns: dict) -> dict:
@@ -356,7 +348,7 @@ def main() -> None:
     parser.add_argument("--no-ncu", action="store_true", help="skip the bank-conflict profile")
     parser.add_argument("--launch-bank-conflicts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    ns = solution_namespace()
+    ns = definitions_namespace(NOTEBOOK)
     if args.launch_bank_conflicts:
         launch_bank_conflicts(ns)
         return

@@ -13,7 +13,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,19 @@ _LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, str(Path(__file__).parents[1
 
 def _is_student_frame(filename: str) -> bool:
     return filename.startswith("<cell") or not filename.startswith(_LIBRARY_DIRS)
+
+
+def with_metric_rules(exercises: tuple[Exercise, ...], metrics: Mapping[str, dict]):
+    """The exercises with ``metrics[name]``'s rules, profile launch and profiled kernels
+    attached, where ``name`` is the part of the exercise id after the lesson prefix."""
+    def attach(ex: Exercise) -> Exercise:
+        spec = metrics.get(ex.id.split(".", 1)[1])
+        if spec is None:
+            return ex
+        return replace(ex, metric_rules=spec["rules"], profile=spec["profile"],
+                       profile_kernels=spec.get("kernels", ()))
+
+    return tuple(attach(ex) for ex in exercises)
 
 
 def describe_exception(exc: BaseException) -> str:

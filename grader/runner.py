@@ -59,6 +59,16 @@ def exec_cell(cell: dict, namespace: dict) -> None:
     exec(compile(source, filename, "exec"), namespace)
 
 
+def definitions_namespace(notebook_path) -> dict:
+    """Execute a notebook's setup, exercise and example cells; return the namespace."""
+    from grader.notebook import load
+
+    namespace: dict = {"__name__": "__main__"}
+    for cell in load(notebook_path).definitions():
+        exec_cell({"index": cell.index, "source": cell.source}, namespace)
+    return namespace
+
+
 def _error(exercise, message: str, mode: str) -> ExerciseResult:
     return ExerciseResult(id=exercise.id, title=exercise.title, status=ERROR, score=0.0,
                           max_score=exercise.points, messages=[message], mode=mode)

@@ -27,13 +27,13 @@ magnitude once |mean| / std passes about 100.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 
 from grader import launch as L
-from grader.exercise import Case, Exercise, Mismatch
+from grader.exercise import Case, Exercise, Mismatch, with_metric_rules
 from grader.metric_rules import MetricRule
 from workbook.welford import layer_norm_reference
 
@@ -769,12 +769,7 @@ METRICS = {
         profile=_profile_dispatch, kernels=LAYERNORM_KERNELS),
 }
 
-EXERCISES = tuple(
-    replace(ex, metric_rules=METRICS[key]["rules"], profile=METRICS[key]["profile"],
-            profile_kernels=METRICS[key].get("kernels", ()))
-    if (key := ex.id.split(".")[1]) in METRICS else ex
-    for ex in EXERCISES
-)
+EXERCISES = with_metric_rules(EXERCISES, METRICS)
 
 # Slow but correct submissions, each (description, text in the solution cell, replacement):
 # with no text, the replacement is the whole cell. Each must fail every metric rule of its

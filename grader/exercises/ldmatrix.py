@@ -23,7 +23,8 @@ from functools import cache
 import numpy as np
 
 from grader import launch as L
-from grader.exercise import Case, Exercise, Mismatch
+from grader.exercise import Case, Exercise, Mismatch, with_metric_rules
+from grader.metric_rules import MetricRule
 from grader.release import C_STUB
 from workbook import fragments as F
 
@@ -517,3 +518,32 @@ EXERCISES = (
               "swizzled_fragments_kernel", _matrix_inputs((16, 64)), _run_swizzle,
               _reference_slices, _verify_swizzle, _ldm_cases(), needs=("swizzle",)),
 )
+
+
+# --- metric rule (GPU only): the swizzle must remove every bank conflict ---------------------
+
+def _profile_swizzle(ns):
+    """One block loading a 16 x 64 tile: the first launch compiles, the second is profiled."""
+    m = distinct_matrix(np.random.default_rng(0), (16, 64))
+    for _ in range(2):
+        _launch(ns["swizzled_fragments_kernel"], 1, 32, _device(m), _zeros((4, 32, 4), np.uint32))
+
+
+METRICS = {
+    "swizzle": dict(
+        rules=(MetricRule(
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+            "shared-load bank conflicts",
+            "with the XOR swizzle the eight 16-byte rows an ldmatrix phase reads sit in eight "
+            "different groups of banks", "NVIDIA H200 (cc 9.0), 2026-11-22", max_value=0),),
+        profile=_profile_swizzle),
+}
+
+EXERCISES = with_metric_rules(EXERCISES, METRICS)
+
+# Slow but correct: no swizzle (rows 128 bytes apart all start in bank 0); see
+# benchmarks/metric_rules.py, which checks that it fails the rule on a GPU.
+SLOW_VARIANTS = {
+    "ldmatrix.swizzle": ("no swizzle: 128-byte rows, 8-way bank conflicts",
+                         "    return ((col // 8) ^ (row % 8)) * 8 + col % 8", "    return col"),
+}

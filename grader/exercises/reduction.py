@@ -7,13 +7,12 @@ block, n not a multiple of the block, several blocks.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import cache
 
 import numpy as np
 
 from grader import launch as L
-from grader.exercise import Case, Exercise
+from grader.exercise import Case, Exercise, with_metric_rules
 from grader.metric_rules import MetricRule
 from grader.verify import expect_exact, expect_sum, expect_unchanged
 
@@ -373,12 +372,7 @@ METRICS = {
         profile=_profile_generic, kernels=("reduce_kernel",)),
 }
 
-EXERCISES = tuple(
-    replace(ex, metric_rules=METRICS[key]["rules"], profile=METRICS[key]["profile"],
-            profile_kernels=METRICS[key].get("kernels", ()))
-    if (key := ex.id.split(".")[1]) in METRICS else ex
-    for ex in EXERCISES
-)
+EXERCISES = with_metric_rules(EXERCISES, METRICS)
 
 # Slow but correct submissions, each (description, text in the solution cell, replacement):
 # with no text, the replacement is the whole cell. Each must fail every metric rule of its

@@ -39,7 +39,7 @@ from functools import cache
 import numpy as np
 
 from grader import launch as L
-from grader.exercise import Case, Exercise, Mismatch
+from grader.exercise import Case, Exercise, Mismatch, with_metric_rules
 from grader.metric_rules import MetricRule
 
 LESSON = "03_softmax"
@@ -670,12 +670,7 @@ METRICS = {
         kernels=("block_uncached_softmax_kernel",)),
 }
 
-EXERCISES = tuple(
-    replace(ex, metric_rules=METRICS[key]["rules"], profile=METRICS[key]["profile"],
-            profile_kernels=METRICS[key].get("kernels", ()))
-    if (key := ex.id.split(".")[1]) in METRICS else ex
-    for ex in EXERCISES
-)
+EXERCISES = with_metric_rules(EXERCISES, METRICS)
 
 # Slow but correct submissions, each (description, text in the solution cell, replacement):
 # with no text, the replacement is the whole cell. Each must fail every metric rule of its
