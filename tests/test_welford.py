@@ -61,7 +61,9 @@ def _stats(values):
 def test_naive_variance_cancels_and_the_stable_ones_do_not(rng):
     x = (1e4 + rng.standard_normal((8, 1024))).astype(np.float32)
     exact = x.astype(np.float64).var(axis=1)
-    assert np.median(np.abs(wf.variance_naive(x) - exact) / exact) > 1
+    # float32 x*x near 1e8 is quantised to steps of 8, so the naive result is 0, 8, 16, ...:
+    # its error is of the order of the variance itself (exactly 1.0 relative when it is 0).
+    assert np.median(np.abs(wf.variance_naive(x) - exact) / exact) > 0.5
     for stable in (wf.variance_two_pass, wf.variance_welford):
         assert np.max(np.abs(stable(x) - exact) / exact) < 1e-2
     mean, m2, count = wf.parallel_welford(x, threads=32)

@@ -258,6 +258,7 @@ def _rstd_hint(got, rows64, eps, kappa) -> str:
 
 
 def _match_rstd(got, var, n, eps, kappa) -> str:
+    right = 1 / np.sqrt(var + eps)
     checks = [
         (1 / np.sqrt(var), "rstd = 1 / sqrt(var): eps is missing (constant rows need it)"),
         (1 / (np.sqrt(var) + eps), "rstd = 1 / (sqrt(var) + eps): eps belongs inside the "
@@ -267,14 +268,23 @@ def _match_rstd(got, var, n, eps, kappa) -> str:
          "that uses the sample variance (divided by n - 1): LayerNorm divides by n"),
     ]
     for candidate, text in checks:
-        if np.allclose(got, candidate, rtol=1e-3, atol=0):
+        # a mistake is named only where it changes the value: with var >> eps, 1 / sqrt(var)
+        # is as close to the answer as the wrong value is, and says nothing
+        if np.allclose(got, candidate, rtol=1e-3, atol=0) and \
+                not np.allclose(candidate, right, rtol=1e-3, atol=0):
             return text[0].upper() + text[1:] + "."
-    if np.median(kappa) > 100:
-        return (f"The wrong rows have |mean| / std around {np.median(kappa):.3g}: "
+    typical = float(np.median(kappa))
+    if typical > 100:
+        return (f"The wrong rows have |mean| / std around {typical:.3g}: "
                 "E[x^2] - E[x]^2 cancels catastrophically there. Use Welford's update and "
                 "Chan's combine.")
-    return ("Check the variance: m2 / count of the combined statistics, with every "
+    hint = ("Check the variance: m2 / count of the combined statistics, with every "
             "partial result (and no padding value) combined exactly once.")
+    if typical > 1:
+        hint += (f" These rows have |mean| / std around {typical:.3g}: a variance taken as "
+                 f"E[x^2] - E[x]^2 cancels catastrophically, losing about "
+                 f"{2 * math.log10(typical):.1f} digits here.")
+    return hint
 
 
 def _y_hint(y, x64, mean, rstd, inputs, wrong) -> str:

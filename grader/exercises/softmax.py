@@ -734,26 +734,26 @@ def make_block_smem_softmax(dtype, pack, log=False):
 
     return block_smem_softmax_kernel
 '''),
-    "softmax.block_uncached": ("only the first warp of each block works, three passes", None,
-                               '''
+    # One thread of each block does the whole row: 40 registers on sm_90, so it also launches
+    # with 1024 threads (a version using the block's first warp needed 68, more than the 64
+    # a 1024-thread block allows, and failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+    "softmax.block_uncached": ("only the first thread of each block works, three scalar passes",
+                               None, '''
 def make_block_uncached_softmax(dtype, pack, log=False):
     @cuda.jit
     def block_uncached_softmax_kernel(x, y):
         rows, cols = x.shape
-        lane = cuda.threadIdx.x
-        if lane >= 32:
+        if cuda.threadIdx.x != 0:
             return
         row = cuda.blockIdx.x
         while row < rows:
             m = NEG_INF
-            for c in range(lane, cols, 32):
+            for c in range(cols):
                 m = max(m, float32(x[row, c]))
-            m = warp_all_reduce_max(m, 32)
             s = float32(0.0)
-            for c in range(lane, cols, 32):
+            for c in range(cols):
                 s += math.exp(float32(x[row, c]) - m)
-            s = warp_all_reduce_sum(s, 32)
-            for c in range(lane, cols, 32):
+            for c in range(cols):
                 shifted = float32(x[row, c]) - m
                 y[row, c] = shifted - math.log(s) if log else math.exp(shifted) / s
             row += cuda.gridDim.x
