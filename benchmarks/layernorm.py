@@ -2,6 +2,7 @@
 
     python benchmarks/layernorm.py [--out workbook/data/04_layernorm.json]
                                    [--cols 32,64,...] [--dtypes float32,float16]
+                                   [--packed-only]
 
 Shape (49152, cols) for cols = 32 ... 32768, float32 and float16, with gamma and beta
 (torch: ``layer_norm(x, (cols,), weight, bias, 1e-5)``). Variants, all in one run:
@@ -9,11 +10,14 @@ Shape (49152, cols) for cols = 32 ... 32768, float32 and float16, with gamma and
 * ``lesson``: the dispatcher of exercise 5 (``plan_layer_norm``) and the kernels of
   exercises 2-4 (scalar loads), launched as a numba user launches them;
 * ``packed``: the 16-byte-pack kernels of section 6 (``plan_layer_norm_packed``), same launch;
-* ``packed, prepared launch``: the same kernel launched with its arguments converted once
-  (numba converts every argument on every launch: tens of microseconds of Python that a
-  short kernel cannot hide);
-* for cols > 1024 the other block kernel of each variant (shared memory vs uncached) is
-  timed too, and listed in ``all_rows``.
+* ``packed, prepared launch``: the same kernel through ``workbook.launch.prepare`` (numba
+  types every argument on every launch: tens of microseconds of Python that a short
+  kernel cannot hide);
+* for cols > 1024 the other block kernel of the lesson variant, and for cols >= 2048 the
+  packed block kernels with 128 and 256 threads, are timed too (``all_rows``).
+
+``--packed-only`` measures the packed rows only and merges them into an existing
+``--out`` file (the lesson rows keep the run that measured them; ``updates`` says so).
 
 Before any timing, each variant's y, mean and rstd are checked against
 ``torch.native_layer_norm`` on the same data. Outputs are allocated once. Timing:
@@ -41,6 +45,8 @@ import numpy as np  # noqa: E402
 import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
 from grader.runner import definitions_namespace  # noqa: E402
 from workbook.bench import device_name, time_gpu  # noqa: E402
+from workbook.launch import prepare  # noqa: E402
+from workbook.recorded import merge_rows  # noqa: E402
 
 NOTEBOOK = ROOT / "solutions" / "04_layernorm" / "layernorm.ipynb"
 ROWS = 49152
@@ -48,31 +54,6 @@ COLS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 DTYPES = ("float32", "float16")
 EPS = 1e-5
 INNER = 10  # launches per timed region: hides numba's host-side launch cost where it can
-
-
-def prepared_launch(kernel, args, grid, block, shared_bytes):
-    """A function that launches ``kernel`` with ``args`` converted once (numba-cuda 0.30
-    internals: the per-call part of ``_Kernel.launch``), or None if that is not possible."""
-    try:
-        from cuda.core import LaunchConfig, launch
-        from numba.cuda._compat import CUDA_CORE_GE_1_0
-        from numba.cuda.cudadrv import driver
-
-        from workbook.occupancy import compiled
-
-        overload = compiled(kernel, args)
-        stream = driver._to_core_stream(0)
-        kernel_args, writeback = [], []
-        for argtype, value in zip(overload.argument_types, args):
-            overload._prepare_args(argtype, value, stream, writeback, kernel_args)
-        flag = {"is_cooperative": False} if CUDA_CORE_GE_1_0 else {"cooperative_launch": False}
-        config = LaunchConfig(grid=(grid, 1, 1), block=(block, 1, 1), shmem_size=shared_bytes,
-                              **flag)
-        function = overload._codelibrary.get_cufunc().kernel
-    except Exception as exc:  # internals of another numba-cuda version
-        print(f"prepared launches unavailable ({type(exc).__name__}: {exc})")
-        return None
-    return lambda: launch(stream, config, function, *kernel_args)
 
 
 def describe(kind, kernel, block, shared_bytes):
@@ -99,15 +80,15 @@ def check_against_torch(what, y, mean, rstd, want, dtype):
                          f"{rstd_err:.3g}, all finite: {finite}")
 
 
-def bandwidth_part(ns: dict, cols_list, dtypes) -> tuple[dict, dict]:
+def bandwidth_part(ns: dict, cols_list, dtypes, packed_only=False) -> tuple[dict, dict]:
     import torch
 
     rows, all_rows = [], []
     overhead = None
     for dtype in dtypes:
         for cols in cols_list:
-            main_rows, other_rows, shape_overhead = measure_shape(ns, dtype, cols,
-                                                                  overhead is None)
+            main_rows, other_rows, shape_overhead = measure_shape(
+                ns, dtype, cols, overhead is None and not packed_only, packed_only)
             rows.extend(main_rows)
             all_rows.extend(main_rows + other_rows)
             overhead = overhead or shape_overhead
@@ -120,17 +101,20 @@ def bandwidth_part(ns: dict, cols_list, dtypes) -> tuple[dict, dict]:
         "rows": rows,
         "all_rows": all_rows,
         "note": "lesson: exercise 5's dispatcher (scalar loads); packed: section 6 (16-byte "
-                "loads and stores); 'prepared launch': arguments converted once instead of on "
-                f"every launch. torch.nn.functional.layer_norm {torch.__version__} measured in "
-                "the same run on the same data. Where x and y together fit in L2 (up to 64 "
-                "float32 or 128 float16 columns), the 9 launches after the first of each timed "
-                "region read from L2, for torch as for these kernels. all_rows adds, for rows "
-                "longer than 1024, the other block kernel.",
+                "loads and stores, Welford per pack); 'prepared launch': the same kernel "
+                "through workbook.launch.prepare. torch.nn.functional.layer_norm "
+                f"{torch.__version__} measured in the same run on the same data (each row's "
+                "torch GB/s). Where x and y together fit in L2 (up to 64 float32 or 128 "
+                "float16 columns), the 9 launches after the first of each timed region read "
+                "from L2, for torch as for these kernels. all_rows adds, for rows longer than "
+                "1024, the lesson's other block kernel, and from 2048 the packed block kernels "
+                "with 128 and 256 threads.",
     }
     return part, overhead
 
 
-def measure_shape(ns: dict, dtype: str, cols: int, with_overhead: bool):
+def measure_shape(ns: dict, dtype: str, cols: int, with_overhead: bool,
+                  packed_only: bool = False):
     """Check and time every variant on one (ROWS, cols) input; returns
     ``(main rows, other rows, launch overhead part or None)``."""
     import torch
@@ -153,18 +137,22 @@ def measure_shape(ns: dict, dtype: str, cols: int, with_overhead: bool):
     args1d = (view(x.view(-1)), view(weight), view(bias), True, eps, view(y.view(-1)),
               view(stats[0]), view(stats[1]), cols)
     candidates = []  # (variant, description, launch function, main row?)
-    for variant, plan, args in (("lesson", ns["plan_layer_norm"], args2d),
-                                ("packed", ns["plan_layer_norm_packed"], args1d)):
+    plans = (("lesson", ns["plan_layer_norm"], args2d),
+             ("packed", ns["plan_layer_norm_packed"], args1d))
+    for variant, plan, args in plans[1:] if packed_only else plans:
         kind, kernel, grid, block, shared_bytes = plan(args)
         description = describe(kind, kernel, block, shared_bytes)
         launch = kernel[grid, block, 0, shared_bytes]
         candidates.append((variant, description,
                            lambda launch=launch, args=args: launch(*args), True))
         if variant == "packed":
-            prepared = prepared_launch(kernel, args, grid, block, shared_bytes)
-            if prepared:
-                candidates.append(("packed, prepared launch", description, prepared, True))
-        if kind != "warp":  # the other block kernel, for comparison
+            prepared = prepare(kernel, grid, block, shared_bytes, args)
+            candidates.append(("packed, prepared launch", description,
+                               lambda prepared=prepared, args=args: prepared(*args), True))
+            if cols >= 2048:
+                candidates.extend(packed_block_configurations(ns, dtype, cols, args,
+                                                              (kind, block)))
+        elif kind != "warp":  # the other block kernel, for comparison
             alt = alternative_block_kernel(ns, variant, kind, dtype, args)
             if alt:
                 alt_kind, alt_kernel, alt_block, alt_shared = alt
@@ -198,6 +186,29 @@ def measure_shape(ns: dict, dtype: str, cols: int, with_overhead: bool):
     if with_overhead:
         overhead = launch_overhead(candidates, torch_layer_norm, f"({ROWS}, {cols}) {dtype}")
     return main_rows, other_rows, overhead
+
+
+def packed_block_configurations(ns, dtype, cols, args, chosen):
+    """The packed block kernels with 128 and 256 threads (except the dispatcher's choice),
+    as benchmark candidates."""
+    from workbook.occupancy import max_active_blocks
+
+    out = []
+    rows = args[6].shape[0]
+    for kind, cached in (("smem", True), ("uncached", False)):
+        kernel = ns["_packed"]((kind, np.dtype(dtype)),
+                               lambda cached=cached: ns["make_block_layernorm_packed"](dtype,
+                                                                                       cached))
+        shared = 4 * cols if cached else 0
+        for block in (128, 256):
+            resident = max_active_blocks(kernel, block, shared, args)
+            if (kind, block) == chosen or resident == 0:
+                continue
+            grid = min(rows, ns["WAVES"] * resident * ns["sm_count"]())
+            launch = kernel[grid, block, 0, shared]
+            out.append((f"packed, {kind}", describe(kind, kernel, block, shared),
+                        lambda launch=launch, args=args: launch(*args), False))
+    return out
 
 
 def alternative_block_kernel(ns, variant, kind, dtype, args):
@@ -253,6 +264,8 @@ def main() -> None:
                         default=ROOT / "workbook" / "data" / "04_layernorm.json")
     parser.add_argument("--cols", default=",".join(map(str, COLS)))
     parser.add_argument("--dtypes", default=",".join(DTYPES))
+    parser.add_argument("--packed-only", action="store_true",
+                        help="re-measure the packed rows only, merging them into --out")
     args = parser.parse_args()
     if workbook.MODE != "gpu":
         raise SystemExit("this benchmark needs a GPU (WORKBOOK_MODE=gpu)")
@@ -263,8 +276,19 @@ def main() -> None:
     start = time.monotonic()
     ns = definitions_namespace(NOTEBOOK)
     cols_list = [int(c) for c in args.cols.split(",")]
-    part, overhead = bandwidth_part(ns, cols_list, args.dtypes.split(","))
+    part, overhead = bandwidth_part(ns, cols_list, args.dtypes.split(","), args.packed_only)
     print_summary(part)
+    if args.packed_only:
+        import torch
+
+        merge_rows(args.out, {"bandwidth": part}, lambda r: r[2].startswith("packed"),
+                   device_name(), {"date": datetime.date.today().isoformat(),
+                                   "command": "python benchmarks/layernorm.py --packed-only",
+                                   "what": f"packed rows (torch {torch.__version__} "
+                                           "re-measured beside them)"},
+                   order=lambda r: (DTYPES.index(r[0]), r[1]))
+        print(f"updated {args.out} ({time.monotonic() - start:.0f} s)")
+        return
     result = {
         "device": device_name(),
         "date": datetime.date.today().isoformat(),

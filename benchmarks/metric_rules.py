@@ -1,17 +1,20 @@
 """Validate every exercise's metric rules on a GPU and record the ncu reports.
 
-    python benchmarks/metric_rules.py OUT_DIR [LESSON ...]
+    python benchmarks/metric_rules.py OUT_DIR [LESSON ...] [--only EXERCISE_ID ...]
 
 For each exercise that declares metric rules: the reference solution must pass
 every rule against itself-in-the-same-run, and the lesson's slow-but-correct
 variant (``SLOW_VARIANTS`` beside the exercise) must be graded correct on its
 output yet fail every rule. Writes OUT_DIR/metric_rules-<lesson>.json, a table, and the
 .ncu-rep files (OUT_DIR/ncu/<exercise>-{solution,reference,slow}.ncu-rep) that
-tests/test_metric_rules.py replays on machines without a GPU.
+tests/test_metric_rules.py replays on machines without a GPU. With ``--only``, just those
+exercises are validated and their records replace the ones already in
+OUT_DIR/metric_rules-<lesson>.json (each record carries its own device and date).
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import importlib
 import json
@@ -44,24 +47,28 @@ def slow_cells(exercise, variant) -> list[dict]:
     return cells
 
 
-def main(out: Path, lessons: list[str]) -> int:
+def main(out: Path, lessons: list[str], only: list[str]) -> int:
     select_mode("gpu")
     (out / "ncu").mkdir(parents=True, exist_ok=True)
+    if only:
+        lessons = sorted({catalogue.get(e).lesson for e in only})
     problems = [p for lesson in lessons or list(catalogue.LESSONS)
-                for p in validate_lesson(lesson, out)]
+                for p in validate_lesson(lesson, out, set(only))]
     return 1 if problems else 0
 
 
-def validate_lesson(lesson: str, out: Path) -> list[str]:
+def validate_lesson(lesson: str, out: Path, only: set[str] = frozenset()) -> list[str]:
     """Validate one lesson's rules, write OUT/metric_rules-<lesson>.json; return problems."""
     from workbook.bench import device_name
+
+    device, today = device_name(), datetime.date.today().isoformat()
 
     exercises = catalogue.LESSONS[lesson]
     # exercise ids are "<module>.<name>": the module beside the exercises holds the variants
     module = importlib.import_module(f"grader.exercises.{exercises[0].id.split('.')[0]}")
     variants = getattr(module, "SLOW_VARIANTS", {})
     records, problems = [], []
-    for ex in (e for e in exercises if e.metric_rules):
+    for ex in (e for e in exercises if e.metric_rules and (not only or e.id in only)):
         variant = variants.get(ex.id)
         if variant is None:
             problems.append(f"{ex.id}: no slow variant declared")
@@ -85,11 +92,20 @@ def validate_lesson(lesson: str, out: Path) -> list[str]:
                 if outcome["status"] != want:
                     problems.append(f"{ex.id} {label}: {outcome['label']} {outcome['status']}"
                                     f" (expected {want})")
-        records.append({"exercise": ex.id, "slow_variant": variant[0],
-                        "slow_variant_correct": correct.passed, **runs})
-    result = {"device": device_name(), "date": datetime.date.today().isoformat(),
-              "lesson": lesson, "exercises": records, "problems": problems}
+        records.append({"exercise": ex.id, "device": device, "date": today,
+                        "slow_variant": variant[0], "slow_variant_correct": correct.passed,
+                        **runs})
     path = out / f"metric_rules-{lesson}.json"
+    if only and path.exists():  # keep the other exercises' records
+        previous = json.loads(path.read_text())
+        redone = {r["exercise"] for r in records}
+        kept = [r for r in previous["exercises"] if r["exercise"] not in redone]
+        records = sorted(kept + records, key=lambda r: [e.id for e in exercises].index(
+            r["exercise"]))
+        problems = [p for p in previous.get("problems", [])
+                    if p.split(":")[0].split()[0] not in redone] + problems
+    result = {"device": device, "date": today, "lesson": lesson, "exercises": records,
+              "problems": problems}
     path.write_text(json.dumps(result, indent=1, default=str) + "\n")
     print("\n".join(["", f"{lesson} problems:", *problems]) if problems
           else f"\n{lesson}: all rules validated")
@@ -97,4 +113,10 @@ def validate_lesson(lesson: str, out: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), sys.argv[2:]))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("lessons", nargs="*")
+    parser.add_argument("--only", nargs="+", default=[], metavar="EXERCISE_ID")
+    options = parser.parse_args()
+    sys.exit(main(options.out, options.lessons, options.only))

@@ -1,6 +1,7 @@
 """Benchmark lesson 03's softmax kernels on a GPU, next to torch.softmax.
 
     python benchmarks/softmax.py [--out workbook/data/03_softmax.json] [--quick] [--no-ncu]
+                                 [--dispatch-only]
 
 Needs torch (the baseline, and the source of the test data). Parts of the JSON file:
 
@@ -19,13 +20,16 @@ Needs torch (the baseline, and the source of the test data). Parts of the JSON f
     (Python and the launch path) is the limit, not the kernel.
 ``launch``
     Host time per call on a tiny input: ``softmax_gpu``, a bare numba launch, the same
-    launch with its arguments marshalled once (``prepared``), torch.softmax.
+    launch through ``workbook.launch.prepare``, torch.softmax.
 ``bank_conflicts``
     Nsight Compute's shared-memory bank-conflict counters for the shared-memory kernel
     with the column-major pack layout of the lesson and with the row-major layout
     (``SLOW_VARIANTS["softmax.block_smem"]``), float32 and float16, (8192, 4096).
 
 ``--quick`` runs fewer shapes and repeats (a smoke test of the script).
+``--dispatch-only`` times ``softmax_gpu`` and torch at every shape and replaces only the
+dispatcher's rows (and the ``launch`` part) of an existing ``--out`` file: the other rows
+keep the run that measured them, and ``updates`` in the file says what was re-measured.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is impor
 from grader.exercises.softmax import SLOW_VARIANTS  # noqa: E402
 from grader.runner import definitions_namespace  # noqa: E402
 from workbook.bench import bandwidth_gbs, device_name, time_gpu  # noqa: E402
+from workbook.launch import prepare  # noqa: E402
+from workbook.recorded import merge_rows  # noqa: E402
 
 NOTEBOOK = ROOT / "solutions" / "03_softmax" / "softmax.ipynb"
 ROWS = 49152
@@ -82,43 +88,16 @@ def row_major_namespace(ns: dict) -> dict:
 
 # --- one shape ------------------------------------------------------------------------------
 
-def prepared(kernel, grid: int, block: int, shared: int, args):
-    """``kernel[grid, block, 0, shared](*args)`` with its arguments marshalled once.
-
-    What remains per call is cuda.core's ``launch``, the part of numba's launch path that
-    no call avoids: timing it separates the cost of the kernel and of the launch itself
-    from the Python work of a numba kernel call (typing the arguments, building the launch
-    configuration). Uses numba internals; returns None if they changed.
-    """
-    try:
-        from cuda.core import LaunchConfig, launch
-        from numba.cuda.cudadrv import driver
-
-        from workbook.occupancy import compiled
-
-        overload = compiled(kernel, args)
-        stream = driver._to_core_stream(0)
-        kernel_args: list = []
-        for argtype, value in zip(overload.argument_types, args):
-            overload._prepare_args(argtype, value, stream, [], kernel_args)
-        config = LaunchConfig(grid=(grid, 1, 1), block=(block, 1, 1), shmem_size=shared)
-        function = overload._codelibrary.get_cufunc().kernel
-        return lambda: launch(stream, config, function, *kernel_args)
-    except Exception as exc:
-        print(f"  (no prepared launch: {type(exc).__name__}: {exc})", flush=True)
-        return None
-
-
-def variants_for(ns: dict, dtype, cols: int, x, y) -> list[tuple[str, str, object]]:
+def variants_for(ns: dict, dtype, cols: int, x, y,
+                 dispatch_only: bool = False) -> list[tuple[str, str, object]]:
     """(kind, configuration, launch) of every kernel configuration timed for this shape."""
     from workbook.occupancy import max_active_blocks
 
     out = []
     name, kernel, rows_per_block, threads, shared = ns["plan"](x, y)
     out.append(("dispatch", name, lambda: ns["softmax_gpu"](x, y)))
-    launch = prepared(kernel, -(-ROWS // rows_per_block), threads, shared, (x, y))
-    if launch:
-        out.append(("prepared", name, launch))
+    if dispatch_only:
+        return out
     pack = ns["pack_size"](dtype, cols)
     build = ns["build"]
     if cols <= 1024:
@@ -170,7 +149,8 @@ def device_us(torch, fn, calls: int = 10) -> float | None:
         return None
 
 
-def measure_shape(ns, torch, dtype: str, cols: int, repeat: int) -> tuple[list, list]:
+def measure_shape(ns, torch, dtype: str, cols: int, repeat: int,
+                  dispatch_only: bool = False) -> tuple[list, list]:
     from numba import cuda
 
     torch_dtype = getattr(torch, dtype)
@@ -184,7 +164,7 @@ def measure_shape(ns, torch, dtype: str, cols: int, repeat: int) -> tuple[list, 
     torch_gbs = torch_timing.gbs(nbytes)
     torch_us = device_us(torch, lambda: torch.softmax(x_t, dim=1))
     rows, kernel_rows = [], []
-    for kind, config, launch in variants_for(ns, np.dtype(dtype), cols, x, y):
+    for kind, config, launch in variants_for(ns, np.dtype(dtype), cols, x, y, dispatch_only):
         y_t.fill_(float("nan"))
         launch()
         cuda.synchronize()
@@ -233,7 +213,7 @@ def launch_part(ns, torch) -> dict:
     calls = {
         "softmax_gpu (dispatcher)": lambda: ns["softmax_gpu"](x, y),
         "numba launch kernel[grid, block](x, y)": lambda: kernel[1, 128](x, y),
-        "prepared launch (arguments marshalled once)": prepared(kernel, 1, 128, 0, (x, y)),
+        "workbook.launch.prepare(kernel, 1, 128, 0, (x, y))": prepare(kernel, 1, 128, 0, (x, y)),
         "torch.softmax": lambda: torch.softmax(x_t, dim=1),
     }
     rows = []
@@ -324,6 +304,17 @@ def bank_conflicts_part() -> dict | None:
     }
 
 
+def merge_dispatch_rows(path: Path, parts: dict, torch_version: str) -> None:
+    """Replace the dispatcher's rows and the launch part of the recorded file at ``path``."""
+    new = {name: parts[name] for name in ("bandwidth", "kernel_time", "launch") if name in parts}
+    merge_rows(path, new, lambda r: r[2].startswith(("dispatch", "prepared")), device_name(),
+               {"date": datetime.date.today().isoformat(),
+                "command": "python benchmarks/softmax.py --dispatch-only",
+                "what": f"softmax_gpu rows (torch {torch_version} re-measured beside them) "
+                        "and the launch part"},
+               order=lambda r: (DTYPES.index(r[0]), r[1]), whole=("launch",))
+
+
 # --- main -----------------------------------------------------------------------------------------
 
 def targets(rows: list[list]) -> list[str]:
@@ -346,6 +337,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "workbook" / "data" / "03_softmax.json")
     parser.add_argument("--quick", action="store_true", help="fewer shapes and repeats")
     parser.add_argument("--no-ncu", action="store_true", help="skip the bank-conflict profile")
+    parser.add_argument("--dispatch-only", action="store_true",
+                        help="re-measure softmax_gpu only, merging into --out")
     parser.add_argument("--launch-bank-conflicts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     ns = definitions_namespace(NOTEBOOK)
@@ -360,7 +353,8 @@ def main() -> None:
     rows, kernel_rows = [], []
     for dtype in DTYPES:
         for cols in cols_list:
-            shape_rows, shape_kernel_rows = measure_shape(ns, torch, dtype, cols, repeat)
+            shape_rows, shape_kernel_rows = measure_shape(ns, torch, dtype, cols, repeat,
+                                                          args.dispatch_only)
             torch.cuda.empty_cache()  # the shape's arrays are gone: give their memory back
             rows.extend(shape_rows)
             kernel_rows.extend(shape_kernel_rows)
@@ -372,9 +366,8 @@ def main() -> None:
             "rows": best_rows(rows),
             "all_rows": rows,
             "note": f"torch {torch.__version__} measured in the same run on the same data. "
-                    "'dispatch (k)' is softmax_gpu, which chose kernel k; 'prepared (k)' the "
-                    "same launch with its arguments marshalled once (no Python work per "
-                    "call but cuda.core's launch); other rows show the fastest "
+                    "'dispatch (k)' is softmax_gpu, which chose kernel k (launched through "
+                    "workbook.launch.prepare); other rows show the fastest "
                     "configuration of each kernel (all_rows has every one).",
         },
         "launch": launch_part(ns, torch),
@@ -389,6 +382,11 @@ def main() -> None:
             "note": "Consecutive calls without an L2 flush: shapes smaller than L2 run from "
                     "cache, for torch as for the lesson's kernels.",
         }
+    if args.dispatch_only:
+        merge_dispatch_rows(args.out, parts, torch.__version__)
+        print("\n".join(["", "targets:", *targets(rows)]))
+        print(f"updated {args.out} in {time.monotonic() - started:.0f} s")
+        return
     if not args.no_ncu:
         conflicts = bank_conflicts_part()
         if conflicts:

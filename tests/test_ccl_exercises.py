@@ -93,25 +93,6 @@ BUGGY = [
 
 # blob_stats_block_kernel that covers the tile correctly but sends every pixel straight to
 # the global arrays: right results, no saving in atomic traffic
-PER_PIXEL_BLOCK_KERNEL = '''
-@cuda.jit
-def blob_stats_block_kernel(labels, height, width, area, xmin, xmax, ymin, ymax, xsum, ysum):
-    y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
-    x0 = cuda.blockIdx.x * TILE + cuda.threadIdx.x * PIXELS
-    if y < height:
-        for x in range(x0, min(x0 + PIXELS, width)):
-            k = labels[y * width + x] - 1
-            if k >= 0:
-                cuda.atomic.add(area, k, 1)
-                cuda.atomic.min(xmin, k, x)
-                cuda.atomic.max(xmax, k, x)
-                cuda.atomic.min(ymin, k, y)
-                cuda.atomic.max(ymax, k, y)
-                cuda.atomic.add(xsum, k, x)
-                cuda.atomic.add(ysum, k, y)
-'''
-
-
 def _bug_id(case):
     values = case.values if hasattr(case, "values") else case
     return f"{values[0]}-{values[1].replace(' ', '_')}"
@@ -135,13 +116,44 @@ def test_buggy_variant_rejected(exercise, bug, old, new, words):
     assert words in result.summary()
 
 
-@pytest.mark.sim_only  # the atomics are counted in the simulator
-def test_per_pixel_atomics_rejected_by_block_statistics():
+def _slow_stats_block_namespace():
+    _, old, new = ccl.SLOW_VARIANTS["ccl.stats_block"]
+    assert old is None
     ns = namespace_with(LESSON, "ccl.stats_block")
-    exec(PER_PIXEL_BLOCK_KERNEL, ns)
+    exec(compile(new, "<slow variant of ccl.stats_block>", "exec"), ns)
+    return ns
+
+
+@pytest.mark.sim_only  # the atomics are counted in the simulator; on a GPU ncu counts them
+def test_per_pixel_atomics_rejected_by_block_statistics():
+    """The metric rules' slow variant: right numbers, but one atomic per pixel."""
+    ns = _slow_stats_block_namespace()
     result = check_exercise(get_exercise("ccl.stats_block"), ns, workbook.MODE)
     assert not result.passed
     assert "cuda.atomic.add calls on area" in result.summary()
+    assert "results are right" in result.summary()
+
+
+@pytest.mark.sim_only
+def test_profile_launch_runs_for_the_solution_and_the_slow_variant(monkeypatch):
+    """The GPU profile launch, at a simulator size: both kernels give the same statistics."""
+    monkeypatch.setattr(ccl, "STATS_PROFILE", ((12, 20), 0.6, 8))
+    outputs = []
+    monkeypatch.setattr(ccl, "_stat_outputs", lambda count, real=ccl._stat_outputs:
+                        outputs.append(real(count)) or outputs[-1])
+    exercise = get_exercise("ccl.stats_block")
+    results = []
+    for ns in (namespace_with(LESSON, "ccl.stats_block"), _slow_stats_block_namespace()):
+        outputs.clear()
+        exercise.profile(ns)
+        assert len(outputs) == 2  # the warm-up launch and the profiled one
+        results.append({k: v.copy_to_host() for k, v in outputs[-1].items()})
+    labels, count = ccl.scipy_labels(
+        ccl.random_image(np.random.default_rng(0), (12, 20), 0.6), 8)
+    want = ccl.stats_reference(labels, count)
+    for got in results:
+        for name in ccl.STAT_NAMES:
+            np.testing.assert_array_equal(got[name][:count], want[name], err_msg=name)
 
 
 # --- test images and references ----------------------------------------------------------------

@@ -65,6 +65,8 @@ BUGGY = [
      "for threads in (256, 512, 1024):", "choose_block_size"),
     ("dispatch", "warp kernel for every row length", "if cols <= WARP_MAX_COLS:", "if True:",
      "chose 'warp'"),
+    ("dispatch", "long float16 rows cached in shared memory",
+     "if x.dtype == np.float16:", "if False:", "chose 'block_smem'"),
     ("log", "log of the softmax",
      "y = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))",
      "y = np.log(np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True))", ""),
@@ -152,8 +154,10 @@ def test_float16_tolerance_allows_its_rounding_only():
 
 
 def test_dispatch_expectations_follow_the_lesson():
-    assert softmax.expected_variant(1024, "float32") == ("warp",)
-    assert softmax.expected_variant(1025, "float16") == ("block_smem",)
+    assert softmax.expected_variant(2048, "float32") == ("warp",)
+    assert softmax.expected_variant(2048, "float16") == ("warp",)
+    assert softmax.expected_variant(2049, "float32") == ("block_smem",)
+    assert softmax.expected_variant(2049, "float16") == ("block_uncached",)
     assert softmax.expected_variant(60000, "float32") == ("block_uncached",)
     assert softmax.warp_config(32, 4) == (4, 8, 2)
     assert softmax.warp_config(33, 1) == (2, 32, 1)

@@ -104,6 +104,30 @@ def test_missing_recording_is_reported(capsys):
     assert "no recorded GPU measurement" in capsys.readouterr().out
 
 
+def test_merged_rows_replace_only_the_remeasured_ones(tmp_path):
+    import json
+
+    path = tmp_path / "lesson.json"
+    rows = [["f32", 64, "dispatch", 1.0], ["f32", 64, "warp", 2.0], ["f32", 32, "dispatch", 3.0]]
+    path.write_text(json.dumps({"device": "GPU A", "date": "d0", "parts": {
+        "bandwidth": {"title": "t", "columns": ["dtype", "cols", "variant", "GB/s"],
+                      "rows": rows, "all_rows": rows},
+        "launch": {"rows": [["old", 1]]}}}))
+    new = [["f32", 32, "dispatch", 5.0], ["f32", 64, "dispatch", 6.0]]
+    update = {"date": "d1", "command": "bench --dispatch-only", "what": "dispatch rows"}
+    result = recorded.merge_rows(path, {"bandwidth": {"rows": new, "all_rows": new},
+                                        "launch": {"rows": [["new", 2]]}},
+                                 lambda r: r[2] == "dispatch", "GPU A", update,
+                                 order=lambda r: r[1], whole=("launch",))
+    assert json.loads(path.read_text()) == result
+    assert result["parts"]["bandwidth"]["rows"] == [
+        ["f32", 32, "dispatch", 5.0], ["f32", 64, "warp", 2.0], ["f32", 64, "dispatch", 6.0]]
+    assert result["parts"]["launch"]["rows"] == [["new", 2]]
+    assert result["updates"] == [update] and result["date"] == "d0"
+    with pytest.raises(ValueError, match="recorded on GPU A"):
+        recorded.merge_rows(path, {}, lambda r: True, "GPU B", update)
+
+
 def test_bandwidth_units():
     assert bandwidth_gbs(4e9, 1000.0) == pytest.approx(4.0)
 

@@ -23,6 +23,38 @@ def load(lesson: str) -> dict | None:
     return json.loads(path.read_text())
 
 
+def merge_rows(path, parts: dict, replaced, device: str, update: dict, order=None,
+               whole=()) -> dict:
+    """Re-measured rows into the recorded file at ``path`` (a benchmark's ``--out``).
+
+    In each part named in ``parts``, rows for which ``replaced(row)`` is true give way to
+    the new part's rows (in ``rows`` and ``all_rows``, sorted by ``order`` if given);
+    parts named in ``whole``, or new ones, are replaced whole. ``update`` (what, date,
+    command) is appended to ``updates``, so the file says which rows come from which run.
+    Refuses a file recorded on another device.
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    result = json.loads(path.read_text())
+    if result["device"] != device:
+        raise ValueError(f"{path} was recorded on {result['device']}, not on {device}: "
+                         "run the whole benchmark instead")
+    for name, new in parts.items():
+        old = result["parts"].get(name)
+        if old is None or name in whole:
+            result["parts"][name] = new
+            continue
+        old.update({k: new[k] for k in ("title", "note") if k in new})
+        for key in ("rows", "all_rows"):
+            if key in old and key in new:
+                kept = [r for r in old[key] if not replaced(r)]
+                old[key] = sorted(kept + new[key], key=order) if order else kept + new[key]
+    result.setdefault("updates", []).append(update)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
 def format_table(columns: list[str], rows: list[list]) -> str:
     cells = [[_fmt(v) for v in row] for row in rows]
     widths = [max(len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(columns)]

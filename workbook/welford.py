@@ -160,6 +160,25 @@ def welford_combine_device(mean, m2, count, b_mean, b_m2, b_count):
 
 
 @cuda.jit(device=True)
+def welford_pack_update(mean, m2, count, values, start, n):
+    """Add ``values[start:start + n]`` (a pack held in registers) to ``(mean, m2, count)``.
+
+    The pack's own mean and m2 come from two passes over its ``n`` values (``n`` a
+    compile-time power of two: no division), then one Chan combine: one division per
+    pack, where :func:`welford_update_device` pays one per element.
+    """
+    total = float32(0.0)
+    for k in range(n):
+        total += values[start + k]
+    pack_mean = total / float32(n)
+    pack_m2 = float32(0.0)
+    for k in range(n):
+        d = values[start + k] - pack_mean
+        pack_m2 += d * d
+    return welford_combine_device(mean, m2, count, pack_mean, pack_m2, float32(n))
+
+
+@cuda.jit(device=True)
 def welford_warp_reduce(mean, m2, count, width):
     """The first lane of each group of ``width`` lanes gets the group's result
     (other lanes get partial results)."""
@@ -221,6 +240,7 @@ def welford_block_allreduce(mean, m2, count):
 __all__ = [
     "FULL_MASK", "WARP_SIZE", "layer_norm_reference", "parallel_welford", "row_stats",
     "variance_naive", "variance_two_pass", "variance_welford", "welford_block_allreduce",
-    "welford_combine", "welford_combine_device", "welford_update", "welford_update_device",
+    "welford_combine", "welford_combine_device", "welford_pack_update", "welford_update",
+    "welford_update_device",
     "welford_warp_allreduce", "welford_warp_reduce",
 ]

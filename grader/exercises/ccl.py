@@ -24,7 +24,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from grader import launch as L
-from grader.exercise import Case, Exercise, Mismatch
+from grader.exercise import Case, Exercise, Mismatch, with_metric_rules
+from grader.metric_rules import MetricRule
 
 LESSON = "05_ccl"
 BLOCK = {"sim": (8, 4), "gpu": (32, 8)}  # threads per block (x, y) unless the notebook says
@@ -841,3 +842,74 @@ EXERCISES = (
               "gpu_extract_runs", _run_gpu_runs, _verify_runs, _cases(SIM_FEW, GPU_IMAGES),
               reference=_ref_runs, needs=("count_runs_kernel", "write_runs_kernel")),
 )
+
+
+# --- metric rules (GPU only): compared with the reference solution profiled in the same run ---
+
+TUNED_ON = "NVIDIA H200 (cc 9.0), 2026-11-22"
+# Dense enough for one blob to span the image under 8-connectivity (threshold about 0.41):
+# per-pixel atomics then all hit the same few addresses.
+STATS_PROFILE = ((2048, 2048), 0.6, 8)
+DURATION = "gpu__time_duration.sum"
+GLOBAL_ATOMICS = "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"
+
+
+def _profile_stats_block(ns):
+    shape, p, connectivity = STATS_PROFILE
+    labels, count = scipy_labels(random_image(np.random.default_rng(0), shape, p), connectivity)
+    tile = int(ns["TILE"])
+    threads = tuple(int(v) for v in ns["STATS_THREADS"])
+    kernel = ns["blob_stats_block_kernel"]
+    d_labels = L.cuda().to_device(labels.reshape(-1))
+    for h, w in ((tile, tile), shape):  # the first launch compiles and is not profiled
+        out = _stat_outputs(count)
+        grid = (L.blocks_for(w, tile), L.blocks_for(h, tile))
+        L.launch(kernel, grid, threads, d_labels, h, w, *(out[name] for name in STAT_NAMES))
+    L.cuda().synchronize()
+
+
+def _rule(metric, label, why, **bound):
+    return MetricRule(metric=metric, label=label, why=why, tuned_on=TUNED_ON, **bound)
+
+
+METRICS = {
+    "stats_block": dict(
+        rules=(_rule(GLOBAL_ATOMICS, "global atomic requests", "one global atomic per field "
+                     "for each blob of a tile, not one per pixel", max_ratio=1.5),
+               _rule(DURATION, "duration", "atomics on one address serialise: with few global "
+                     "atomics the kernel runs at the speed of its loads", max_ratio=1.5)),
+        profile=_profile_stats_block, kernels=("blob_stats_block_kernel",)),
+}
+
+EXERCISES = with_metric_rules(EXERCISES, METRICS)
+
+# Slow but correct submissions, each (description, text in the solution cell, replacement):
+# with no text, the replacement is the whole cell. Each must fail every metric rule of its
+# exercise on a GPU (benchmarks/metric_rules.py checks this). In the simulator the atomic
+# count check of the exercise rejects it already.
+SLOW_VARIANTS = {
+    "ccl.stats_block": ("global atomics for every pixel, no shared table", None, '''
+TILE = 32 if workbook.MODE == "gpu" else 8
+PIXELS = 8 if workbook.MODE == "gpu" else 4
+STATS_THREADS = (TILE // PIXELS, TILE)
+
+
+@cuda.jit
+def blob_stats_block_kernel(labels, height, width, area, xmin, xmax, ymin, ymax, xsum, ysum):
+    y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    x0 = cuda.blockIdx.x * TILE + cuda.threadIdx.x * PIXELS
+    if y >= height:
+        return
+    for x in range(x0, min(x0 + PIXELS, width)):
+        k = labels[y * width + x] - 1
+        if k < 0:
+            continue
+        cuda.atomic.add(area, k, 1)
+        cuda.atomic.min(xmin, k, x)
+        cuda.atomic.max(xmax, k, x)
+        cuda.atomic.min(ymin, k, y)
+        cuda.atomic.max(ymax, k, y)
+        cuda.atomic.add(xsum, k, x)
+        cuda.atomic.add(ysum, k, y)
+'''),
+}
