@@ -62,6 +62,13 @@ def test_fast_path_is_taken_on_a_gpu(rng):
     assert launch.fast is not None, launch.why_not_fast
     assert launch.fast.accepts(args)
     assert not launch.fast.accepts((x,) + args[1:])  # a host array
+    launch(*args)
+    assert launch.fast.same_as_last(args)
+    # the same arrays with new contents: the reused arguments still point at them
+    x2, _ = _arrays(rng, 3, 3)
+    args[0].copy_to_device(x2)
+    launch(*args)
+    np.testing.assert_allclose(args[3].copy_to_host(), _expected(x2, y, 1.0, False), rtol=1e-6)
 
 
 @pytest.mark.sim_only

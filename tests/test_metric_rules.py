@@ -32,15 +32,7 @@ def test_fixtures_exist():
 
 
 # A slow variant must be correct for its failed rules to mean "slow", not "wrong".
-KNOWN_BROKEN_VARIANTS = {
-    "softmax.block_uncached": "on the H200 the one-warp variant hit "
-    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES in the 1024-thread correctness case (registers)",
-}
-
-
-@pytest.mark.parametrize("exercise_id", [
-    pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BROKEN_VARIANTS[e]))
-    if e in KNOWN_BROKEN_VARIANTS else e for e in sorted(RECORDED)])
+@pytest.mark.parametrize("exercise_id", sorted(RECORDED))
 def test_slow_variant_was_correct_on_the_gpu(exercise_id):
     assert RECORDED[exercise_id]["slow_variant_correct"], exercise_id
 

@@ -9,10 +9,13 @@ launch, and torch (about 5 us per launch) wins on small tensors.
 ``prepare(kernel, grid, block, shared, args)`` does that work once, for arguments
 like ``args``, and returns a :class:`PreparedLaunch`. Calling it with new arrays
 of the same kind only reads their pointers, shapes and strides and hands them to
-the driver in the layout numba itself uses for array arguments. Arguments of
-another kind (a host array, another dtype or layout) take numba's ordinary path,
-so a prepared launch is never wrong, at worst not faster. In simulator mode it
-simply calls the kernel.
+the driver in the layout numba itself uses for array arguments; called again with
+the very same objects (the usual case: buffers reused from call to call), it reuses
+what it handed over last time, since a device array's pointer and shape never
+change. (It therefore keeps the last arguments alive until the next call.)
+Arguments of another kind (a host array, another dtype or layout) take numba's
+ordinary path, so a prepared launch is never wrong, at worst not faster. In
+simulator mode it simply calls the kernel.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ class PreparedLaunch:
     why_not_fast: str = ""
 
     def __call__(self, *args) -> None:
-        if self.fast is not None and self.fast.accepts(args):
-            self.fast.launch(args)
+        fast = self.fast
+        if fast is not None and (fast.same_as_last(args) or fast.accepts(args)):
+            fast.launch(args)
         else:
             self.kernel[self.grid, self.block, 0, self.shared](*args)
 
@@ -73,6 +77,8 @@ class _DriverLaunch:
         self.stream = driver._to_core_stream(0)
         self.config = LaunchConfig(grid=_dim3(grid), block=_dim3(block), shmem_size=shared)
         self._launch = launch
+        self._last_args: tuple = ()
+        self._last_values: list = []
         if not self.accepts(args):
             raise TypeError("the example arguments do not match the compiled kernel")
 
@@ -80,11 +86,18 @@ class _DriverLaunch:
         return len(args) == len(self.packers) and all(
             p.accepts(a) for p, a in zip(self.packers, args))
 
+    def same_as_last(self, args) -> bool:
+        """The very objects of the last launch (they were accepted then)."""
+        last = self._last_args
+        return len(args) == len(last) and all(a is b for a, b in zip(args, last))
+
     def launch(self, args) -> None:
-        values: list = []
-        for packer, arg in zip(self.packers, args):
-            packer.pack(arg, values)
-        self._launch(self.stream, self.config, self.function, *values)
+        if not self.same_as_last(args):
+            values: list = []
+            for packer, arg in zip(self.packers, args):
+                packer.pack(arg, values)
+            self._last_args, self._last_values = tuple(args), values
+        self._launch(self.stream, self.config, self.function, *self._last_values)
 
 
 def _packer(numba_type):

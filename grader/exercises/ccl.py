@@ -851,7 +851,9 @@ TUNED_ON = "NVIDIA H200 (cc 9.0), 2026-11-22"
 # per-pixel atomics then all hit the same few addresses.
 STATS_PROFILE = ((2048, 2048), 0.6, 8)
 DURATION = "gpu__time_duration.sum"
-GLOBAL_ATOMICS = "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"
+# warp-level global atomic instructions executed (numba's atomics compile to ATOMG; on the
+# H200 l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum read 0 for them)
+GLOBAL_ATOMICS = "smsp__sass_inst_executed_op_global_atom.sum"
 
 
 def _profile_stats_block(ns):
@@ -874,7 +876,7 @@ def _rule(metric, label, why, **bound):
 
 METRICS = {
     "stats_block": dict(
-        rules=(_rule(GLOBAL_ATOMICS, "global atomic requests", "one global atomic per field "
+        rules=(_rule(GLOBAL_ATOMICS, "global atomic instructions", "one global atomic per field "
                      "for each blob of a tile, not one per pixel", max_ratio=1.5),
                _rule(DURATION, "duration", "atomics on one address serialise: with few global "
                      "atomics the kernel runs at the speed of its loads", max_ratio=1.5)),
