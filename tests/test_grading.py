@@ -10,25 +10,16 @@ import nbformat
 import pytest
 
 import workbook
+from grader.exercises.reduction import SLOW_VARIANTS
 from grader.grade import grade_notebook
 from grader.notebook import NotebookError, find_notebooks, load
 from grader.report import gradescope_report, json_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = "import workbook\nimport numpy as np\nfrom numba import cuda, float32\nMAX_TPB = 1024\n"
-SIMPLE_OK = """
-@cuda.jit
-def simple_sum_kernel(input, output):
-    t = cuda.threadIdx.x
-    stride = 1
-    while stride <= cuda.blockDim.x:
-        if t % stride == 0:
-            input[2 * t] += input[2 * t + stride]
-        cuda.syncthreads()
-        stride *= 2
-    if t == 0:
-        output[0] = input[0]
-"""
+# the interleaved tree is exercise 1's solution (and the convergent exercise's slow variant)
+SIMPLE_OK = SLOW_VARIANTS["reduction.convergent"][2].replace("convergent_sum_kernel",
+                                                               "simple_sum_kernel")
 
 
 def write_notebook(path: Path, exercise_cells: dict[str, str], lesson="02_reduction") -> Path:

@@ -72,41 +72,31 @@ def warp_all_reduce_sum(value, width):
     return value
 
 
-@cuda.jit(device=True)
-def block_all_reduce_max(value):
-    """Max of ``value`` over the block (1-D, a multiple of 32 threads); every thread gets it."""
-    slots = cuda.shared.array(_SLOTS, float32)
-    lane = cuda.threadIdx.x % WARP_SIZE
-    warp = cuda.threadIdx.x // WARP_SIZE
-    value = warp_all_reduce_max(float32(value), WARP_SIZE)
-    if lane == 0:
-        slots[warp] = value
-    cuda.syncthreads()
-    if warp == 0:
-        warps = cuda.blockDim.x // WARP_SIZE
-        partial = slots[lane] if lane < warps else NEG_INF
-        partial = warp_all_reduce_max(partial, WARP_SIZE)
+def _block_all_reduce(warp_reduce, identity):
+    """A block all-reduce built on ``warp_reduce``; ``identity`` fills the missing warps."""
+
+    @cuda.jit(device=True)
+    def block_all_reduce(value):
+        slots = cuda.shared.array(_SLOTS, float32)
+        lane = cuda.threadIdx.x % WARP_SIZE
+        warp = cuda.threadIdx.x // WARP_SIZE
+        value = warp_reduce(float32(value), WARP_SIZE)
         if lane == 0:
-            slots[WARP_SIZE] = partial
-    cuda.syncthreads()
-    return slots[WARP_SIZE]
+            slots[warp] = value
+        cuda.syncthreads()
+        if warp == 0:
+            warps = cuda.blockDim.x // WARP_SIZE
+            partial = slots[lane] if lane < warps else identity
+            partial = warp_reduce(partial, WARP_SIZE)
+            if lane == 0:
+                slots[WARP_SIZE] = partial
+        cuda.syncthreads()
+        return slots[WARP_SIZE]
+
+    return block_all_reduce
 
 
-@cuda.jit(device=True)
-def block_all_reduce_sum(value):
-    """Sum of ``value`` over the block (1-D, a multiple of 32 threads); every thread gets it."""
-    slots = cuda.shared.array(_SLOTS, float32)
-    lane = cuda.threadIdx.x % WARP_SIZE
-    warp = cuda.threadIdx.x // WARP_SIZE
-    value = warp_all_reduce_sum(float32(value), WARP_SIZE)
-    if lane == 0:
-        slots[warp] = value
-    cuda.syncthreads()
-    if warp == 0:
-        warps = cuda.blockDim.x // WARP_SIZE
-        partial = slots[lane] if lane < warps else float32(0.0)
-        partial = warp_all_reduce_sum(partial, WARP_SIZE)
-        if lane == 0:
-            slots[WARP_SIZE] = partial
-    cuda.syncthreads()
-    return slots[WARP_SIZE]
+#: Max of ``value`` over the block (1-D, a multiple of 32 threads); every thread gets it.
+block_all_reduce_max = _block_all_reduce(warp_all_reduce_max, NEG_INF)
+#: Sum of ``value`` over the block (1-D, a multiple of 32 threads); every thread gets it.
+block_all_reduce_sum = _block_all_reduce(warp_all_reduce_sum, float32(0.0))

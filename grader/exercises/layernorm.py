@@ -445,9 +445,10 @@ def _verify_variance(got, expected, inputs, mode):
             if name == "mean" and s not in (0, cols):
                 la, lb = s, cols - s
                 ma, mb = x64[r, :s].mean(), x64[r, s:].mean()
-                if math.isclose(value[r], ma + (mb - ma) * la / cols, rel_tol=1e-7):
+                # within the tolerance of a right answer: float32 rounding, not a 1e-7 rtol
+                if abs(value[r] - (ma + (mb - ma) * la / cols)) <= tol[r]:
                     hint = " The weights are swapped: mean = mean_a + delta * n_b / n."
-                if math.isclose(value[r], (ma + mb) / 2, rel_tol=1e-7) and la != lb:
+                if abs(value[r] - (ma + mb) / 2) <= tol[r] and la != lb:
                     hint = " That is the plain average of the two means: weight them by count."
             raise Mismatch(f"combine of pair {r} (n_a = {s}, n_b = {cols - s}): {name} expected "
                            f"{want[r]:.9g}, got {value[r]:.9g}; |diff| "
@@ -781,59 +782,16 @@ METRICS = {
 
 EXERCISES = with_metric_rules(EXERCISES, METRICS)
 
-# Slow but correct submissions, each (description, text in the solution cell, replacement):
-# with no text, the replacement is the whole cell. Each must fail every metric rule of its
-# exercise on a GPU (benchmarks/metric_rules.py checks this).
+# The slow variants replace whole exercise cells, so they bring the all-reductions those
+# cells define: the workbook's copies (the same algorithm as the solution's).
 _WARP_ALLREDUCE = """
-@cuda.jit(device=True)
-def welford_warp_allreduce(mean, m2, count, width):
-    offset = width // 2
-    while offset > 0:
-        b_mean = cuda.shfl_down_sync(FULL_MASK, mean, offset)
-        b_m2 = cuda.shfl_down_sync(FULL_MASK, m2, offset)
-        b_count = cuda.shfl_down_sync(FULL_MASK, count, offset)
-        mean, m2, count = welford_combine_device(mean, m2, count, b_mean, b_m2, b_count)
-        offset //= 2
-    lane = cuda.threadIdx.x % WARP_SIZE
-    first = lane - lane % width
-    mean = cuda.shfl_sync(FULL_MASK, mean, first)
-    m2 = cuda.shfl_sync(FULL_MASK, m2, first)
-    count = cuda.shfl_sync(FULL_MASK, count, first)
-    return mean, m2, count
+from workbook.welford import welford_warp_allreduce
 """
 
 _BLOCK_ALLREDUCE = """
+from workbook.welford import welford_block_allreduce
+
 UNROLL = 4
-
-
-@cuda.jit(device=True)
-def welford_block_allreduce(mean, m2, count):
-    warp_mean = cuda.shared.array(WARP_SIZE, float32)
-    warp_m2 = cuda.shared.array(WARP_SIZE, float32)
-    warp_count = cuda.shared.array(WARP_SIZE, float32)
-    result = cuda.shared.array(3, float32)
-    lane = cuda.threadIdx.x % WARP_SIZE
-    warp = cuda.threadIdx.x // WARP_SIZE
-    mean, m2, count = welford_warp_allreduce(mean, m2, count, WARP_SIZE)
-    if lane == 0:
-        warp_mean[warp] = mean
-        warp_m2[warp] = m2
-        warp_count[warp] = count
-    cuda.syncthreads()
-    if warp == 0:
-        warps = cuda.blockDim.x // WARP_SIZE
-        mean = m2 = count = float32(0.0)
-        if lane < warps:
-            mean = warp_mean[lane]
-            m2 = warp_m2[lane]
-            count = warp_count[lane]
-        mean, m2, count = welford_warp_allreduce(mean, m2, count, WARP_SIZE)
-        if lane == 0:
-            result[0] = mean
-            result[1] = m2
-            result[2] = count
-    cuda.syncthreads()
-    return result[0], result[1], result[2]
 """
 
 # Slow but correct submissions, each (description, text in the solution cell, replacement):

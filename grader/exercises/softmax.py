@@ -683,14 +683,15 @@ EXERCISES = with_metric_rules(EXERCISES, METRICS)
 # Slow but correct submissions, each (description, text in the solution cell, replacement):
 # with no text, the replacement is the whole cell. Each must fail every metric rule of its
 # exercise on a GPU (benchmarks/metric_rules.py checks this).
-SLOW_VARIANTS = {
-    "softmax.warp": ("one thread per row, three scalar passes over global memory", None, '''
-def make_warp_softmax(dtype, pack, cols_per_thread, group_width, rows_per_thread=1,
-                      log=False):
+def _one_thread_per_row(factory: str, kernel: str, start: str, stride: str) -> str:
+    """Source of a softmax factory whose kernel gives each row to one thread, which makes
+    three scalar passes over global memory (``start`` picks its first row)."""
+    return f'''
+def {factory}:
     @cuda.jit
-    def warp_softmax_kernel(x, y):
+    def {kernel}(x, y):
         rows, cols = x.shape
-        row = cuda.grid(1)
+{start}
         while row < rows:
             m = NEG_INF
             for c in range(cols):
@@ -701,10 +702,18 @@ def make_warp_softmax(dtype, pack, cols_per_thread, group_width, rows_per_thread
             for c in range(cols):
                 shifted = float32(x[row, c]) - m
                 y[row, c] = shifted - math.log(s) if log else math.exp(shifted) / s
-            row += cuda.gridsize(1)
+            row += {stride}
 
-    return warp_softmax_kernel
-'''),
+    return {kernel}
+'''
+
+
+SLOW_VARIANTS = {
+    "softmax.warp": ("one thread per row, three scalar passes over global memory", None,
+                     _one_thread_per_row("make_warp_softmax(dtype, pack, cols_per_thread, "
+                                         "group_width, rows_per_thread=1, log=False)",
+                                         "warp_softmax_kernel", "        row = cuda.grid(1)",
+                                         "cuda.gridsize(1)")),
     "softmax.block_smem": ("packs stored row-major in shared memory (bank conflicts)", None, '''
 def make_block_smem_softmax(dtype, pack, log=False):
     load_pack, store_pack = make_pack_io(dtype, pack)
@@ -745,29 +754,15 @@ def make_block_smem_softmax(dtype, pack, log=False):
     # One thread of each block does the whole row: 40 registers on sm_90, so it also launches
     # with 1024 threads (a version using the block's first warp needed 68, more than the 64
     # a 1024-thread block allows, and failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
-    "softmax.block_uncached": ("only the first thread of each block works, three scalar passes",
-                               None, '''
-def make_block_uncached_softmax(dtype, pack, log=False):
-    @cuda.jit
-    def block_uncached_softmax_kernel(x, y):
-        rows, cols = x.shape
-        if cuda.threadIdx.x != 0:
-            return
-        row = cuda.blockIdx.x
-        while row < rows:
-            m = NEG_INF
-            for c in range(cols):
-                m = max(m, float32(x[row, c]))
-            s = float32(0.0)
-            for c in range(cols):
-                s += math.exp(float32(x[row, c]) - m)
-            for c in range(cols):
-                shifted = float32(x[row, c]) - m
-                y[row, c] = shifted - math.log(s) if log else math.exp(shifted) / s
-            row += cuda.gridDim.x
-
-    return block_uncached_softmax_kernel
-'''),
+    "softmax.block_uncached": ("only the first thread of each block works, three scalar "
+                               "passes", None,
+                               _one_thread_per_row("make_block_uncached_softmax(dtype, pack, "
+                                                   "log=False)",
+                                                   "block_uncached_softmax_kernel",
+                                                   "        if cuda.threadIdx.x != 0:\n"
+                                                   "            return\n"
+                                                   "        row = cuda.blockIdx.x",
+                                                   "cuda.gridDim.x")),
 }
 
 __all__ = ["EXERCISES", "LESSON", "SLOW_VARIANTS", "expect_softmax", "reference", "tolerance"]

@@ -19,7 +19,8 @@ Rendezvous
     raises :class:`WarpCollectiveError` instead: the caller is not in its own
     mask, a named lane waits in ``cuda.syncthreads()``, two lanes that name
     each other called different intrinsics or masks, or a named lane did not
-    arrive within ``WORKBOOK_WARP_TIMEOUT`` seconds (default 5). A named lane
+    arrive while ``WORKBOOK_WARP_TIMEOUT`` seconds (default 20) pass without any
+    other lane arriving. A named lane
     that exited is an error too: a GPU leaves it out of votes, but a shuffle
     reads an undefined value from it.
 
@@ -58,7 +59,7 @@ __all__ = ["DEFAULT_TIMEOUT", "INTRINSICS", "TIMEOUT_ENV", "WarpCollectiveError"
 WARP_SIZE = 32
 FULL_MASK = 0xFFFFFFFF
 TIMEOUT_ENV = "WORKBOOK_WARP_TIMEOUT"
-DEFAULT_TIMEOUT = 5.0
+DEFAULT_TIMEOUT = 20.0
 _POLL_S = 0.05
 _INSTALLED = "_workbook_warp_installed"
 _WARPS = "_workbook_warps"
@@ -285,18 +286,27 @@ def _settle_activemask(warp: _Warp) -> None:
 
 
 def _wait(warp: _Warp, arrival: _Arrival, thread) -> None:
+    """Wait for the group; give up after ``timeout`` seconds in which no missing lane came.
+
+    The clock restarts whenever another lane arrives: on a busy machine the lanes of a
+    big block (Python threads) may take long to get there, yet they are not stuck.
+    """
     timeout = _timeout()
     deadline = time.monotonic() + timeout
+    missing = len(_missing(warp, arrival))
     while not arrival.done:
         _check_abort(thread, arrival.op)
         _check_missing(warp, arrival, thread)
+        still_missing = len(_missing(warp, arrival))
+        if still_missing < missing:
+            missing, deadline = still_missing, time.monotonic() + timeout
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             lanes = ", ".join(_doing(warp, lane) for lane in _missing(warp, arrival))
             raise WarpCollectiveError(
                 f"{_where(warp, arrival.lane, thread)} waited {timeout:g} s in "
-                f"{arrival.describe()} for lanes that never reached it: {lanes} "
-                f"(set {TIMEOUT_ENV} to wait longer)"
+                f"{arrival.describe()} without another lane arriving; still missing: "
+                f"{lanes} (set {TIMEOUT_ENV} to wait longer)"
             )
         warp.cond.wait(min(_POLL_S, remaining))
 
