@@ -666,3 +666,29 @@ def test_reduction_is_fast(rng):
     start = time.monotonic()
     warp_sum_kernel[1, 256](values, down, butterfly)
     assert time.monotonic() - start < 2
+
+
+@cuda.jit
+def barrier_then_fail_kernel(values, out):
+    t = cuda.threadIdx.x
+    out[t] = values[t]
+    cuda.syncthreads()
+    if t == 3:
+        out[1000] = 1  # out of bounds: an IndexError in one thread
+    cuda.syncthreads()
+    out[t] += 1
+
+
+@pytest.mark.sim_only
+def test_block_manager_waits_instead_of_spinning_and_keeps_the_semantics():
+    from numba.cuda.simulator import kernel
+
+    from workbook.sim import scheduler
+
+    assert kernel.BlockManager.run is scheduler._run_block
+    values = np.arange(64, dtype=np.int64)
+    out = np.zeros(1, dtype=np.int64)
+    block_sum_kernel[1, 64](values, out)  # shuffles and a barrier across two warps
+    assert out[0] == values.sum()
+    info = run_failing(barrier_then_fail_kernel)
+    assert info.type is IndexError  # the failing thread's error, the others aborted

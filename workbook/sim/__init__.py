@@ -4,11 +4,12 @@
 simulator mode.
 """
 
-from workbook.sim import global_races, sanitizer, warp
+from workbook.sim import global_races, sanitizer, scheduler, warp
 
 
 def install() -> None:
     """Attach the workbook's extensions to the simulator."""
+    scheduler.install()
     warp.install()
     from workbook.sim import foreign  # declare_device: foreign CUDA C functions
 
@@ -16,4 +17,4 @@ def install() -> None:
     sanitizer.install()  # last: wraps cuda.shared.array; installs global_races, shared_memory
 
 
-__all__ = ["global_races", "install", "sanitizer", "warp"]
+__all__ = ["global_races", "install", "sanitizer", "scheduler", "warp"]
