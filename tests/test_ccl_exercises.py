@@ -3,7 +3,7 @@ references behave as the checks assume."""
 
 import numpy as np
 import pytest
-from solution_cells import namespace_with
+from solution_cells import bug_id, namespace_with, namespace_with_variant
 
 import workbook
 from grader.exercise import Case, Mismatch, check_exercise
@@ -93,11 +93,6 @@ BUGGY = [
 
 # blob_stats_block_kernel that covers the tile correctly but sends every pixel straight to
 # the global arrays: right results, no saving in atomic traffic
-def _bug_id(case):
-    values = case.values if hasattr(case, "values") else case
-    return f"{values[0]}-{values[1].replace(' ', '_')}"
-
-
 @pytest.mark.parametrize("exercise", [e.id.split(".")[1] for e in ccl.EXERCISES])
 def test_solution_passes(exercise):
     ns = namespace_with(LESSON, f"ccl.{exercise}")
@@ -108,7 +103,7 @@ def test_solution_passes(exercise):
     assert all(ns[name] is value for name, value in before.items())
 
 
-@pytest.mark.parametrize("exercise,bug,old,new,words", BUGGY, ids=[_bug_id(b) for b in BUGGY])
+@pytest.mark.parametrize("exercise,bug,old,new,words", BUGGY, ids=[bug_id(b) for b in BUGGY])
 def test_buggy_variant_rejected(exercise, bug, old, new, words):
     ns = namespace_with(LESSON, f"ccl.{exercise}", old, new)
     result = check_exercise(get_exercise(f"ccl.{exercise}"), ns, workbook.MODE)
@@ -117,11 +112,7 @@ def test_buggy_variant_rejected(exercise, bug, old, new, words):
 
 
 def _slow_stats_block_namespace():
-    _, old, new = ccl.SLOW_VARIANTS["ccl.stats_block"]
-    assert old is None
-    ns = namespace_with(LESSON, "ccl.stats_block")
-    exec(compile(new, "<slow variant of ccl.stats_block>", "exec"), ns)
-    return ns
+    return namespace_with_variant(LESSON, "ccl.stats_block", ccl.SLOW_VARIANTS["ccl.stats_block"])
 
 
 @pytest.mark.sim_only  # the atomics are counted in the simulator; on a GPU ncu counts them

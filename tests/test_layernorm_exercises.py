@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from solution_cells import namespace_with, solution_notebook
+from solution_cells import bug_id, exercise_cell, namespace_with, namespace_with_variant
 
 import workbook
 from grader.exercise import Mismatch, check_exercise
@@ -14,12 +14,6 @@ from grader.exercises import layernorm
 LESSON = "04_layernorm"
 
 SIM_ONLY = pytest.mark.sim_only  # found by the simulator's sanitizer or warp checks
-
-
-def _cell(exercise_id: str) -> str:
-    """The source of an exercise cell of the solution notebook."""
-    return next(c.source for c in solution_notebook(LESSON).cells
-                if c.role == "exercise" and c.exercise_id == exercise_id)
 
 
 # A warp kernel with the naive one-pass variance: sums of x and x^2, reduced with shuffles.
@@ -130,11 +124,6 @@ BUGGY = [
 ]
 
 
-def _bug_id(case):
-    values = case.values if hasattr(case, "values") else case
-    return f"{values[0]}-{values[1].replace(' ', '_')}"
-
-
 @pytest.mark.parametrize("exercise", [e.id.split(".")[1] for e in layernorm.EXERCISES])
 def test_solution_passes(exercise):
     ns = namespace_with(LESSON, f"layernorm.{exercise}")
@@ -142,11 +131,11 @@ def test_solution_passes(exercise):
     assert result.passed, result.summary()
 
 
-@pytest.mark.parametrize("exercise,bug,old,new,words", BUGGY, ids=[_bug_id(b) for b in BUGGY])
+@pytest.mark.parametrize("exercise,bug,old,new,words", BUGGY, ids=[bug_id(b) for b in BUGGY])
 def test_buggy_variant_rejected(exercise, bug, old, new, words):
     exercise_id = f"layernorm.{exercise}"
     if old is None:  # the whole cell
-        old = _cell(exercise_id)
+        old = exercise_cell(LESSON, exercise_id)
     ns = namespace_with(LESSON, exercise_id, old, new)
     with warnings.catch_warnings():  # a GPU divides by zero silently; so does the grader
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -158,8 +147,7 @@ def test_buggy_variant_rejected(exercise, bug, old, new, words):
 @pytest.mark.parametrize("exercise", sorted(layernorm.SLOW_VARIANTS))
 def test_slow_variants_are_correct(exercise):
     """The metric rules' slow variants must be graded correct on their output."""
-    _, old, new = layernorm.SLOW_VARIANTS[exercise]
-    ns = namespace_with(LESSON, exercise, old or _cell(exercise), new)
+    ns = namespace_with_variant(LESSON, exercise, layernorm.SLOW_VARIANTS[exercise])
     result = check_exercise(get_exercise(exercise), ns, workbook.MODE)
     assert result.passed, result.summary()
 

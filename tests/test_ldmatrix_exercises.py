@@ -1,7 +1,7 @@
 """Lesson 01: the solutions pass, and known-buggy variants are rejected with a diagnosis."""
 
 import pytest
-from solution_cells import namespace_with
+from solution_cells import bug_id, namespace_with
 
 import workbook
 from grader.exercise import check_exercise
@@ -71,11 +71,6 @@ BUGGY = [
 ]
 
 
-def _bug_id(case):
-    values = case.values if hasattr(case, "values") else case
-    return f"{values[0]}-{values[1].split(' (')[0].replace(' ', '_')}"
-
-
 @pytest.mark.parametrize("exercise", [e.id.split(".")[1] for e in ldmatrix.EXERCISES])
 def test_solution_passes(exercise):
     ns = namespace_with(LESSON, f"ldmatrix.{exercise}")
@@ -83,7 +78,7 @@ def test_solution_passes(exercise):
     assert result.passed, result.summary()
 
 
-@pytest.mark.parametrize("exercise,bug,old,new,words", BUGGY, ids=[_bug_id(b) for b in BUGGY])
+@pytest.mark.parametrize("exercise,bug,old,new,words", BUGGY, ids=[bug_id(b) for b in BUGGY])
 def test_buggy_variant_rejected(exercise, bug, old, new, words):
     ns = namespace_with(LESSON, f"ldmatrix.{exercise}", old, new)
     result = check_exercise(get_exercise(f"ldmatrix.{exercise}"), ns, workbook.MODE)
