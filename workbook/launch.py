@@ -42,10 +42,7 @@ class PreparedLaunch:
     why_not_fast: str = ""
 
     def __call__(self, *args) -> None:
-        fast = self.fast
-        if fast is not None and (fast.same_as_last(args) or fast.accepts(args)):
-            fast.launch(args)
-        else:
+        if self.fast is None or not self.fast.try_launch(args):
             self.kernel[self.grid, self.block, 0, self.shared](*args)
 
 
@@ -91,13 +88,17 @@ class _DriverLaunch:
         last = self._last_args
         return len(args) == len(last) and all(a is b for a, b in zip(args, last))
 
-    def launch(self, args) -> None:
+    def try_launch(self, args) -> bool:
+        """Launch if ``args`` are of the compiled kinds; False (nothing launched) if not."""
         if not self.same_as_last(args):
+            if not self.accepts(args):
+                return False
             values: list = []
             for packer, arg in zip(self.packers, args):
                 packer.pack(arg, values)
             self._last_args, self._last_values = tuple(args), values
         self._launch(self.stream, self.config, self.function, *self._last_values)
+        return True
 
 
 def _packer(numba_type):

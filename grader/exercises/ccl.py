@@ -867,7 +867,6 @@ def _profile_stats_block(ns):
         out = _stat_outputs(count)
         grid = (L.blocks_for(w, tile), L.blocks_for(h, tile))
         L.launch(kernel, grid, threads, d_labels, h, w, *(out[name] for name in STAT_NAMES))
-    L.cuda().synchronize()
 
 
 def _rule(metric, label, why, **bound):

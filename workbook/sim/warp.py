@@ -221,9 +221,10 @@ def _missing(warp: _Warp, arrival: _Arrival) -> list[int]:
     ]
 
 
-def _check_missing(warp: _Warp, arrival: _Arrival, thread) -> None:
-    """Raise if a lane that ``arrival`` waits for can never arrive."""
-    for lane in _missing(warp, arrival):
+def _check_missing(warp: _Warp, arrival: _Arrival, thread) -> list[int]:
+    """The lanes ``arrival`` still waits for; raise if one of them can never arrive."""
+    missing = _missing(warp, arrival)
+    for lane in missing:
         other = warp.pending.get(lane)
         if other is not None:
             if other.mask >> arrival.lane & 1:
@@ -239,6 +240,7 @@ def _check_missing(warp: _Warp, arrival: _Arrival, thread) -> None:
                 f"but waits in cuda.syncthreads(), which cannot finish "
                 f"while lane {arrival.lane} waits in {arrival.op}: this deadlocks"
             )
+    return missing
 
 
 def _complete_if_ready(warp: _Warp, arrival: _Arrival) -> None:
@@ -296,8 +298,7 @@ def _wait(warp: _Warp, arrival: _Arrival, thread) -> None:
     missing = len(_missing(warp, arrival))
     while not arrival.done:
         _check_abort(thread, arrival.op)
-        _check_missing(warp, arrival, thread)
-        still_missing = len(_missing(warp, arrival))
+        still_missing = len(_check_missing(warp, arrival, thread))
         if still_missing < missing:
             missing, deadline = still_missing, time.monotonic() + timeout
         remaining = deadline - time.monotonic()
