@@ -16,6 +16,7 @@ from rich.console import Console
 from grader import notebook as nbmod
 from grader import report as rep
 from grader.grade import grade_notebook
+from grader.progress import PhaseDisplay
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Grade Numba-CUDA Workbook notebooks and build the student lessons.")
@@ -34,6 +35,15 @@ def check(
     paths: Annotated[list[Path], typer.Argument(help="Notebooks, or lesson folders.")],
     mode: Annotated[Mode, typer.Option(help="sim (CUDA simulator), gpu, or auto-detect.")] = (
         Mode.auto),
+    exercise: Annotated[list[str] | None, typer.Option(
+        "--exercise", "-e", help="Grade only this exercise (repeatable), e.g. -e "
+        "reduction.shared.")] = None,
+    metrics: Annotated[bool, typer.Option(
+        "--metrics/--no-metrics", help="Apply the Nsight Compute metric rules (gpu mode).")]
+    = True,
+    sanitizers: Annotated[bool, typer.Option(
+        "--sanitizers/--no-sanitizers", help="Run compute-sanitizer and the simulator pass "
+        "(gpu mode).")] = True,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
     = None,
     gradescope: Annotated[Path | None, typer.Option(help="Write Gradescope's results.json.")]
@@ -43,25 +53,36 @@ def check(
 ) -> None:
     """Grade notebooks; print a table; exit 0 only if every exercise passes.
 
-    Example: grader check lessons/02_reduction --mode sim --json report.json
+    Examples: grader check lessons/02_reduction --mode sim --json report.json;
+    grader check lessons/02_reduction -e reduction.shared --no-metrics --no-sanitizers
+    (a quick check of one exercise: what is skipped is reported as not assessed).
     """
+    from grader.sanitizer import selected_tools
     from workbook.mode import ModeError, resolve
 
+    only = list(exercise or [])
     try:
         resolved = resolve(mode.value)
         notebooks = [nbmod.load(p) for p in nbmod.find_notebooks(paths)]
-    except (ModeError, nbmod.NotebookError) as exc:
+        plan = [(nb, _exercises_in(nb, only)) for nb in notebooks]
+        plan = [(nb, ids) for nb, ids in plan if ids is not None]
+        selected_tools()
+    except (ModeError, nbmod.NotebookError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
 
     reports = []
-    for nb in notebooks:
-        with console.status(f"grading {nb.path} ({resolved} mode)"):
+    for nb, ids in plan:
+        phases = PhaseDisplay(console, f"{nb.path} ({resolved} mode)")
+        with phases:
             try:
-                reports.append(grade_notebook(nb, resolved, timeout, seed, on_result=_progress))
+                reports.append(grade_notebook(nb, resolved, timeout, seed, on_result=_progress,
+                                              exercises=ids, metrics=metrics,
+                                              sanitizers=sanitizers, on_phase=phases.update))
             except nbmod.NotebookError as exc:
                 console.print(f"[red]error:[/] {exc}", soft_wrap=True)
                 raise typer.Exit(EXIT_USAGE) from None
+        console.print(f"  {nb.path}: graded in {reports[-1].seconds:.1f} s")
     rep.render_table(reports, console)
     if json_path:
         rep.write_json(rep.json_report(reports), json_path)
@@ -70,8 +91,25 @@ def check(
     raise typer.Exit(EXIT_OK if all(r.passed for r in reports) else EXIT_FAILED)
 
 
+def _exercises_in(notebook, only: list[str]) -> list[str] | None:
+    """The exercises of ``only`` that the notebook's lesson declares ([] for all of them),
+    or None when ``only`` names none of them; an id no lesson declares is an error."""
+    from grader.exercises import UnknownExercise, get
+
+    if not only:
+        return []
+    try:
+        lessons = {get(i).lesson for i in only}
+    except UnknownExercise as exc:
+        raise nbmod.NotebookError(str(exc).strip("'\"")) from None
+    mine = [i for i in only if get(i).lesson == notebook.lesson]
+    return mine if notebook.lesson in lessons else None
+
+
 def _progress(result) -> None:
-    console.print(f"  {result.id}: {result.status} ({result.seconds:.1f} s)")
+    phases = ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in result.timings.items())
+    console.print(f"  {result.id}: {result.status} ({result.seconds:.1f} s"
+                  f"{': ' + phases if len(result.timings) > 1 else ''})")
 
 
 @app.command()

@@ -1,24 +1,43 @@
-"""Grade notebooks: one child process per exercise, with a timeout."""
+"""Grade notebooks: each phase runs a notebook's exercises in one child process.
+
+Phases, for the exercises of one notebook:
+
+* ``check``      -- the exercise's tests in the chosen mode (every mode);
+* ``memcheck``, ``racecheck``, ``synccheck`` -- NVIDIA's compute-sanitizer tools on the
+  small cases (gpu mode; :mod:`grader.sanitizer`);
+* ``simulator``  -- the simulator's cases with the workbook's sanitizer (gpu mode),
+  which sees what the GPU tools cannot (races on global memory within a block,
+  reads of memory nobody wrote);
+* ``profile``    -- one ncu run for the metric rules of the exercises that passed
+  (gpu mode; :mod:`grader.profiling`).
+
+The checks, the sanitizer tools and the simulator run at the same time (each
+exercise's tools cannot change its check); profiling runs after them, alone on the
+GPU, since concurrent work would distort its timings. Each phase runs through
+:mod:`grader.session`: a hang or crash costs the exercise it happened in, never
+the others.
+"""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from grader import exercises as catalogue
+from grader import sanitizer as tools
 from grader.notebook import LessonNotebook, NotebookError
-from grader.profiling import apply_metric_rules
-from grader.results import ERROR, NOT_IMPLEMENTED, TIMEOUT, ExerciseResult
-from grader.sanitizer import apply_sanitizers
+from grader.profiling import apply_metrics, not_assessed, profile_notebook
+from grader.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, TIMEOUT, ExerciseResult
+from grader.session import HANG_HINT, exercise_seconds, run_exercises
 
 DEFAULT_TIMEOUT = {"sim": 300.0, "gpu": 300.0}
+SKIPPED_METRICS = "skipped on request (--no-metrics)"
+SKIPPED_SANITIZERS = ("compute-sanitizer and the simulator pass: not run (skipped on request, "
+                      "--no-sanitizers)")
+
+# called with (phase, exercise id) when a phase starts an exercise, (phase, None) when done
+PhaseCallback = Callable[[str, str | None], None]
 
 
 @dataclass
@@ -28,6 +47,7 @@ class NotebookReport:
     mode: str
     exercises: list[ExerciseResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # wall time of the whole notebook
 
     @property
     def score(self) -> float:
@@ -48,9 +68,22 @@ class NotebookReport:
         return d
 
 
-def _placeholder(exercise, status: str, message: str, mode: str) -> ExerciseResult:
+def placeholder(exercise, status: str, message: str, mode: str) -> ExerciseResult:
     return ExerciseResult(id=exercise.id, title=exercise.title, status=status, score=0.0,
                           max_score=exercise.points, messages=[message], mode=mode)
+
+
+def selected_exercises(notebook: LessonNotebook, only: Sequence[str] = ()) -> list:
+    """The lesson's exercises to grade: all of them, or those named in ``only``."""
+    if notebook.lesson not in catalogue.LESSONS:
+        raise NotebookError(f"{notebook.path}: unknown lesson {notebook.lesson!r}")
+    declared = catalogue.LESSONS[notebook.lesson]
+    unknown = sorted(set(only) - {e.id for e in declared})
+    if unknown:
+        known = ", ".join(e.id for e in declared)
+        raise NotebookError(f"{notebook.path}: lesson {notebook.lesson} has no exercise "
+                            f"{', '.join(unknown)}; its exercises are {known}")
+    return [e for e in declared if not only or e.id in only]
 
 
 def grade_notebook(
@@ -59,57 +92,178 @@ def grade_notebook(
     timeout: float | None = None,
     seed: int | None = None,
     on_result: Callable[[ExerciseResult], None] | None = None,
+    *,
+    exercises: Sequence[str] = (),
+    metrics: bool = True,
+    sanitizers: bool = True,
+    on_phase: PhaseCallback | None = None,
 ) -> NotebookReport:
-    """Grade every exercise the notebook's lesson declares."""
-    if notebook.lesson not in catalogue.LESSONS:
-        raise NotebookError(f"{notebook.path}: unknown lesson {notebook.lesson!r}")
+    """Grade the lesson's exercises (or those named in ``exercises``) in ``notebook``."""
+    import time
+
+    start = time.monotonic()
+    chosen = selected_exercises(notebook, exercises)
     report = NotebookReport(str(notebook.path), notebook.lesson, mode)
+    declared_ids = {e.id for e in catalogue.LESSONS[notebook.lesson]}
     present = notebook.exercise_ids()
-    declared = catalogue.LESSONS[notebook.lesson]
-    unknown = sorted(set(present) - {e.id for e in declared})
-    report.warnings.extend(f"cell for unknown exercise {u!r} ignored" for u in unknown)
-    for exercise in declared:
-        if exercise.id not in present:
-            result = _placeholder(exercise, NOT_IMPLEMENTED,
-                                  f"no exercise cell for {exercise.id} in the notebook", mode)
-        else:
-            cells = [asdict(c) for c in notebook.program_for(exercise.id)]
-            job = {"mode": mode, "exercise_id": exercise.id, "cells": cells, "seed": seed}
-            result = run_in_subprocess(exercise, job, timeout or DEFAULT_TIMEOUT[mode])
-            apply_metric_rules(result, exercise, cells, mode)
-            apply_sanitizers(result, exercise, cells, mode, timeout or DEFAULT_TIMEOUT[mode], seed)
+    report.warnings.extend(f"cell for unknown exercise {u!r} ignored"
+                           for u in sorted(set(present) - declared_ids))
+    order = [i for i in present if i in {e.id for e in chosen}]  # notebook order
+    cells = ([asdict(c) for c in notebook.program_for(order[-1])] if order else [])
+    timeout = timeout or DEFAULT_TIMEOUT[mode]
+    progress = on_phase or (lambda phase, exercise_id: None)
+
+    results = run_phases(order, cells, mode, timeout, seed, sanitizers, progress)
+    by_id = {e.id: e for e in chosen}
+    if mode == "gpu" and metrics:
+        profile_passed(results, [by_id[i] for i in order], cells, timeout, progress)
+    for exercise in chosen:
+        result = results.get(exercise.id) or placeholder(
+            exercise, NOT_IMPLEMENTED, f"no exercise cell for {exercise.id} in the notebook",
+            mode)
+        finish(result, exercise, mode, metrics, sanitizers)
         report.exercises.append(result)
         if on_result:
             on_result(result)
+    if mode == "gpu" and not metrics:
+        report.warnings.append(f"metric rules were not assessed: {SKIPPED_METRICS}")
+    if mode == "gpu" and not sanitizers:
+        report.warnings.append(SKIPPED_SANITIZERS)
+    report.seconds = round(time.monotonic() - start, 3)
     return report
 
 
+def run_phases(order: list[str], cells: list[dict], mode: str, timeout: float,
+               seed: int | None, sanitizers: bool,
+               progress: PhaseCallback) -> dict[str, ExerciseResult]:
+    """The check, and in gpu mode the sanitizer tools and the simulator pass, side by side."""
+    if not order:
+        return {}
+    tool_path = tools.find_tool() if mode == "gpu" and sanitizers else None
+    tool_names = tools.selected_tools() if tool_path else ()
+    with ThreadPoolExecutor(max_workers=2 + len(tool_names)) as pool:
+        checked = pool.submit(check_phase, order, cells, mode, timeout, seed, progress)
+        simulated = (pool.submit(check_phase, order, cells, "sim", timeout, seed, progress,
+                                 "simulator") if mode == "gpu" and sanitizers else None)
+        tool_runs = {}
+        for tool in tool_names:
+            seconds: dict[str, float] = {}
+            tool_runs[tool] = (pool.submit(_sanitize, tool_path, tool, order, cells, timeout,
+                                           seed, seconds, progress), seconds)
+        results = checked.result()
+        findings = {tool: (future.result(), seconds)
+                    for tool, (future, seconds) in tool_runs.items()}
+        sim_results = simulated.result() if simulated else {}
+    for exercise_id, result in results.items():
+        if not tools.qualifies(result):
+            continue
+        if mode == "gpu" and sanitizers and tool_path is None:
+            result.messages.append(tools.MISSING)
+        for tool, (_, seconds) in findings.items():
+            result.add_time(tool, seconds.get(exercise_id, 0.0))
+        tools.apply_findings(result, [found[exercise_id] for found, _ in findings.values()])
+        if exercise_id in sim_results:
+            apply_simulator_pass(result, sim_results[exercise_id])
+    return results
+
+
+def _sanitize(tool_path, tool, order, cells, timeout, seed, seconds, progress):
+    progress(tool, order[0])
+    try:
+        return tools.sanitize_notebook(tool_path, tool, order, cells, timeout, seed, seconds,
+                                       on_event=_progress_events(tool, progress))
+    finally:
+        progress(tool, None)
+
+
+def _progress_events(phase: str, progress: PhaseCallback):
+    def on_event(event: dict) -> None:
+        if "start" in event:
+            progress(phase, event["start"])
+
+    return on_event
+
+
+def check_phase(order: list[str], cells: list[dict], mode: str, timeout: float,
+                seed: int | None, progress: PhaseCallback = lambda p, e: None,
+                phase: str = "check") -> dict[str, ExerciseResult]:
+    """Check the exercises in one process (more after a crash or hang); results by id."""
+    job = {"mode": mode, "action": "check", "exercise_ids": order, "cells": cells, "seed": seed}
+    progress(phase, order[0])
+    attempts = run_exercises(job, timeout, on_event=_progress_events(phase, progress))
+    progress(phase, None)
+    results: dict[str, ExerciseResult] = {}
+    for attempt in attempts:
+        for event in attempt.events:
+            if "result" in event:
+                result = ExerciseResult.from_dict(event["result"])
+                results[result.id] = result
+        if attempt.timed_out:
+            exercise = catalogue.get(attempt.timed_out)
+            results[exercise.id] = placeholder(
+                exercise, TIMEOUT, f"did not finish within {timeout:g} s: {HANG_HINT}", mode)
+        elif attempt.crashed and attempt.crashed not in results:
+            exercise = catalogue.get(attempt.crashed)
+            results[exercise.id] = placeholder(
+                exercise, ERROR, f"the grading process crashed ({attempt.how_it_ended()}); "
+                f"last output:\n{attempt.tail()}", mode)
+    for exercise_id, seconds in exercise_seconds(attempts).items():
+        if exercise_id in results:
+            results[exercise_id].add_time(phase, seconds)
+    return results
+
+
+def apply_simulator_pass(result: ExerciseResult, simulated: ExerciseResult) -> None:
+    """Fail a GPU-graded exercise whose simulator run (small cases, sanitizer on) found a
+    bug; a simulator run that did not finish is reported, not held against it."""
+    result.add_time("simulator", simulated.seconds)
+    if simulated.status in (FAILED, ERROR):
+        detail = "\n".join(simulated.messages)
+        result.messages.append(f"simulator (small cases, sanitizer on): {simulated.status}: "
+                               f"{detail}")
+        result.status, result.score = FAILED, 0.0
+    elif simulated.status == PASSED:
+        result.messages.append("simulator (small cases, sanitizer on): no findings")
+    else:
+        result.messages.append(f"simulator (small cases, sanitizer on): not assessed "
+                               f"({simulated.status}: {' '.join(simulated.messages)[:200]})")
+
+
+def profile_passed(results: dict[str, ExerciseResult], exercises: list, cells: list[dict],
+                   timeout: float, progress: PhaseCallback) -> None:
+    """One ncu run for the metric rules of every exercise whose result passed so far."""
+    chosen = [e for e in exercises if e.metric_rules and e.id in results
+              and results[e.id].passed]
+    if not chosen:
+        return
+    progress("profile", chosen[0].id)
+    seconds: dict[str, float] = {}
+    sections = profile_notebook(chosen, cells, timeout, seconds,
+                                on_event=_progress_events("profile", progress))
+    progress("profile", None)
+    for exercise in chosen:
+        result = results[exercise.id]
+        result.add_time("profile", seconds.get(exercise.id, 0.0))
+        apply_metrics(result, exercise, sections[exercise.id])
+
+
+def finish(result: ExerciseResult, exercise, mode: str, metrics: bool, sanitizers: bool) -> None:
+    """Metric sections for exercises that were not profiled, and notes on skipped phases."""
+    if exercise.metric_rules and not result.metrics:
+        if mode != "gpu":
+            reason = "simulator mode has no hardware counters"
+        elif not metrics:
+            reason = SKIPPED_METRICS
+        elif result.status == FAILED and result.cases and all(c.passed for c in result.cases):
+            reason = "the exercise failed a sanitizer or simulator check"
+        else:
+            reason = "the output is not correct yet"
+        apply_metrics(result, exercise, not_assessed(exercise, reason))
+    if mode == "gpu" and not sanitizers and tools.qualifies(result):
+        result.messages.append(SKIPPED_SANITIZERS)
+
+
 def run_in_subprocess(exercise, job: dict, timeout: float) -> ExerciseResult:
-    """Run :mod:`grader.runner` on ``job``; turn hangs and crashes into results."""
-    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
-        job_path, result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
-        job_path.write_text(json.dumps(job))
-        env = dict(os.environ, WORKBOOK_MODE=job["mode"], PYTHONUNBUFFERED="1",
-                   NUMBA_ENABLE_CUDASIM="1" if job["mode"] == "sim" else "0")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.runner", str(job_path), str(result_path)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-            start_new_session=True,
-        )
-        try:
-            output, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return _placeholder(
-                exercise, TIMEOUT,
-                f"did not finish within {timeout:g} s: an infinite loop, or threads waiting "
-                "at a barrier some threads never reach?", job["mode"])
-        if result_path.exists():
-            return ExerciseResult.from_dict(json.loads(result_path.read_text()))
-        tail = "\n".join(output.strip().splitlines()[-15:])
-        how = (f"signal {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
-               else f"exit code {proc.returncode}")
-        return _placeholder(exercise, ERROR,
-                            f"the grading process crashed ({how}); last output:\n{tail}",
-                            job["mode"])
+    """Check one exercise in a child process (``job``: mode, exercise_id, cells, seed)."""
+    results = check_phase([exercise.id], job["cells"], job["mode"], timeout, job.get("seed"))
+    return results[exercise.id]

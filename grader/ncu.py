@@ -12,7 +12,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,21 +32,24 @@ def kernel_regex(*names: str) -> str:
     return "regex:^(" + "|".join(names) + r")\["
 
 
-def profile(command: list[str], kernels: list[str], metrics: list[str], report: Path,
-            launch_skip: int = 1, launch_count: int = 1, env: dict | None = None,
-            timeout: float = 600) -> Path:
-    """Profile ``command`` under ncu; returns the ``.ncu-rep`` file written."""
+def command(kernels: list[str], metrics: list[str], report: Path, launch_skip: int = 0,
+            launch_count: int | None = None) -> list[str]:
+    """The ncu command prefix: profile, between ``cuda.profile_start()`` and
+    ``cuda.profile_stop()`` only, the launches of the kernels called ``kernels``."""
     ncu = find_ncu()
     if ncu is None:
         raise NotAssessed("Nsight Compute (ncu) is not installed or not on PATH")
     args = [ncu, "--metrics", ",".join(metrics), "--kernel-name", kernel_regex(*kernels),
-            "--launch-skip", str(launch_skip), "--launch-count", str(launch_count),
-            "--export", str(report), "--force-overwrite", *command]
-    try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise NotAssessed(f"ncu did not finish within {timeout:g} s") from None
-    output = proc.stdout + proc.stderr
+            "--profile-from-start", "off", "--export", str(report), "--force-overwrite"]
+    if launch_skip:
+        args += ["--launch-skip", str(launch_skip)]
+    if launch_count is not None:
+        args += ["--launch-count", str(launch_count)]
+    return args
+
+
+def check_output(output: str, report: Path, kernels: list[str]) -> Path:
+    """The report ncu wrote, or NotAssessed saying why there is none."""
     if "ERR_NVGPUCTRPERM" in output:
         raise NotAssessed("no permission to read GPU performance counters (ERR_NVGPUCTRPERM); "
                           "see https://developer.nvidia.com/ERR_NVGPUCTRPERM")

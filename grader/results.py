@@ -42,6 +42,7 @@ class ExerciseResult:
     metrics: dict[str, Any] = field(default_factory=dict)
     mode: str = ""
     seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)  # wall seconds per grading phase
 
     @property
     def passed(self) -> bool:
@@ -51,6 +52,11 @@ class ExerciseResult:
         d = asdict(self)
         d["passed"] = self.passed
         return d
+
+    def add_time(self, phase: str, seconds: float) -> None:
+        """Count ``seconds`` of ``phase`` (check, profile, a sanitizer tool) towards it."""
+        self.timings[phase] = round(self.timings.get(phase, 0.0) + seconds, 3)
+        self.seconds = round(sum(self.timings.values()), 3)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ExerciseResult:

@@ -1,8 +1,20 @@
-"""Child process that grades one exercise: ``python -m grader.runner JOB.json RESULT.json``.
+"""Child process that grades a notebook's exercises: ``python -m grader.runner JOB.json EVENTS``.
 
-Running each exercise in its own process contains whatever the student's code
-does -- hang, crash the interpreter, corrupt the CUDA context -- and lets the
-parent report it as that exercise's failure while grading the rest.
+One process works through a list of exercises in notebook order: it executes the
+notebook's graded cells one after another, and at each exercise's last cell it
+does the job's action for that exercise:
+
+* ``check``    -- run the exercise's tests (what ``grader check`` scores);
+* ``sanitize`` -- the same on the small cases only, with markers on stdout so that
+  the compute-sanitizer report around the process can be split by exercise;
+* ``profile``  -- the exercise's profiling launches for the student's cells and for
+  the reference solution's, each behind a marker kernel (the parent runs this
+  process under ncu; see :mod:`grader.profiling`).
+
+Each step is written to EVENTS as one JSON line (``start``, ``result``,
+``segment``) the moment it happens, so that the parent (:mod:`grader.session`) knows
+which exercise hung or crashed the process, and can start a fresh one for the
+rest. Kernels are compiled once per process instead of once per exercise.
 """
 
 from __future__ import annotations
@@ -16,9 +28,11 @@ import sys
 from contextlib import contextmanager
 
 from grader.exercise import describe_exception
-from grader.results import ERROR, ExerciseResult
+from grader.results import ERROR, FAILED, PASSED, TIMEOUT, ExerciseResult
 
 _MAGIC = re.compile(r"^\s*[%!]")
+MARKER = "@@workbook-exercise"  # stdout line before and after each sanitized exercise
+MARKER_KERNEL = "workbook_profile_marker"  # launched at the start of each profiled segment
 
 
 def cell_filename(index: int) -> str:
@@ -69,73 +83,207 @@ def definitions_namespace(notebook_path) -> dict:
     return namespace
 
 
-def _error(exercise, message: str, mode: str) -> ExerciseResult:
-    return ExerciseResult(id=exercise.id, title=exercise.title, status=ERROR, score=0.0,
+def error_result(exercise, message: str, mode: str, status: str = ERROR) -> ExerciseResult:
+    return ExerciseResult(id=exercise.id, title=exercise.title, status=status, score=0.0,
                           max_score=exercise.points, messages=[message], mode=mode)
 
 
-def grade(job: dict) -> ExerciseResult:
-    """Execute the job's cells in a fresh namespace, then check the exercise."""
+class Program:
+    """A notebook's graded cells, executed in order up to each exercise in turn.
+
+    ``advance(exercise_id)`` runs the cells up to that exercise's last cell. A cell
+    of the exercise itself, or a setup cell, that raises makes the exercise an error;
+    a cell of another exercise that raises or runs over EARLIER_CELL_SECONDS is skipped
+    with a note (its names are missing), as the notebook would be without it.
+    """
+
+    def __init__(self, cells: list[dict]):
+        self.cells = cells
+        self.position = 0
+        self.namespace: dict = {"__name__": "__main__"}
+        self.notes: list[str] = []
+        self.broken: str | None = None  # why no later exercise can run (a setup cell failed)
+
+    def checkpoint(self, exercise_id: str) -> int:
+        """Index (in ``cells``) just past the exercise's last cell."""
+        last = [i for i, c in enumerate(self.cells) if c.get("exercise_id") == exercise_id]
+        return last[-1] + 1 if last else self.position
+
+    def advance(self, exercise_id: str) -> str | None:
+        """Execute the cells up to ``exercise_id``; the error message if it cannot be run."""
+        if self.broken:
+            return self.broken
+        own_error = None
+        for cell in self.cells[self.position:self.checkpoint(exercise_id)]:
+            self.position += 1
+            essential = cell["role"] == "setup" or cell.get("exercise_id") == exercise_id
+            try:
+                if essential:
+                    exec_cell(cell, self.namespace)
+                else:
+                    with time_limit(EARLIER_CELL_SECONDS):
+                        exec_cell(cell, self.namespace)
+            except BaseException as exc:  # a student's cell may raise anything, SystemExit too
+                where = f"cell {cell['index']} ({cell['role']} {cell.get('exercise_id') or ''})"
+                if cell["role"] == "setup":
+                    self.broken = f"{where} raised an exception:\n{describe_exception(exc)}"
+                    return self.broken
+                if essential:
+                    own_error = own_error or (f"{where} raised an exception:\n"
+                                              f"{describe_exception(exc)}")
+                else:
+                    self.notes.append(f"note: {where} was skipped ({type(exc).__name__}: "
+                                      f"{exc}); names it defines are missing")
+        if own_error:  # later exercises see the cell as skipped
+            self.notes.append(f"note: the cell of {exercise_id} raised an exception; "
+                              "names it defines are missing")
+        return own_error
+
+
+class Events:
+    """The JSON-lines file through which the parent follows this process."""
+
+    def __init__(self, path: str):
+        self.file = open(path, "a", buffering=1)  # noqa: SIM115 (lives as long as the process)
+
+    def emit(self, **event) -> None:
+        self.file.write(json.dumps(event) + "\n")
+        self.file.flush()
+        os.fsync(self.file.fileno())
+
+
+def run_job(job: dict, events: Events) -> None:
+    """Do ``job["action"]`` for each of ``job["exercise_ids"]``, in notebook order."""
     os.environ["WORKBOOK_MODE"] = job["mode"]
     import workbook  # noqa: F401  (chooses sim/gpu before numba.cuda is imported)
-    from grader.exercise import check_exercise
     from grader.exercises import get
 
-    exercise = get(job["exercise_id"])
-    if job.get("sanitize"):  # run under compute-sanitizer: small cases only
+    action = job.get("action", "check")
+    student = Program(job["cells"])
+    reference = Program(job.get("reference_cells") or [])
+    for exercise_id in job["exercise_ids"]:
+        exercise = get(exercise_id)
+        events.emit(start=exercise_id)
+        error = student.advance(exercise_id)
+        if action == "profile":
+            profile_exercise(exercise, student, reference, error, events)
+            continue
+        if error:
+            result = error_result(exercise, error, job["mode"])
+        else:
+            result = check(exercise, student.namespace, job)
+        result.messages.extend(student.notes)
+        events.emit(result=result.to_dict())
+        if restart_after(result):
+            return
+
+
+def restart_after(result: ExerciseResult) -> bool:
+    """Whether the rest should run in a fresh process: a kernel that failed may have left
+    a broken CUDA context, stray threads in the simulator, or memory it wrote past its
+    arrays."""
+    return result.status in (FAILED, ERROR, TIMEOUT)
+
+
+def check(exercise, namespace: dict, job: dict) -> ExerciseResult:
+    from grader.exercise import check_exercise
+
+    if job.get("action") == "sanitize":  # under compute-sanitizer: small cases only
         from grader.sanitizer import small_cases
 
         exercise = small_cases(exercise, job["mode"])
-    namespace: dict = {"__name__": "__main__"}
-    notes = []
-    for cell in job["cells"]:
-        essential = cell["role"] == "setup" or cell.get("exercise_id") == exercise.id
+        print(f"{MARKER} begin {exercise.id}", flush=True)
         try:
-            if essential:
-                exec_cell(cell, namespace)
-            else:
-                with time_limit(EARLIER_CELL_SECONDS):
-                    exec_cell(cell, namespace)
-        except BaseException as exc:  # the student's cell may raise anything, even SystemExit
-            where = f"cell {cell['index']} ({cell['role']} {cell.get('exercise_id') or ''})"
-            if essential:
-                return _error(exercise, f"{where} raised an exception:\n{describe_exception(exc)}",
-                              job["mode"])
-            notes.append(f"note: {where} was skipped ({type(exc).__name__}: {exc}); "
-                         "names it defines are missing")
-    if job.get("profile"):
-        return _profile_launch(exercise, namespace, job["mode"])
-    result = check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"))
-    result.messages.extend(notes)
-    return result
+            return check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"))
+        finally:
+            _synchronize()
+            print(f"{MARKER} end {exercise.id}", flush=True)
+    return check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"))
 
 
-def _profile_launch(exercise, namespace: dict, mode: str) -> ExerciseResult:
-    """Make the exercise's profiling launches (the parent runs this process under ncu)."""
+def _synchronize() -> None:
+    """Wait for the GPU, so that the tool's reports of this exercise come before its end
+    marker; a broken context is reported by the exercise's own result."""
     from numba import cuda
 
+    try:
+        if not cuda.config.ENABLE_CUDASIM:
+            cuda.synchronize()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def profile_exercise(exercise, student: Program, reference: Program, error: str | None,
+                     events: Events) -> None:
+    """Make the exercise's profiling launches for the student, then for the reference.
+
+    Each segment starts with a launch of the marker kernel; with ncu's
+    ``--profile-from-start off`` only the launches between ``cuda.profile_start()``
+    and ``cuda.profile_stop()`` are profiled, so the compile launches of the cells
+    are not. A segment that cannot run is reported, and the parent leaves the
+    exercise's rules not assessed.
+    """
     from grader.stubs import is_stub
 
-    stubs = [n for n in (exercise.entry, *exercise.needs) if is_stub(namespace.get(n))]
-    if stubs:
-        raise SystemExit(f"not implemented: {', '.join(stubs)} still raises "
-                         "NotImplementedError, so there is nothing to profile")
-    exercise.profile(namespace)
-    cuda.synchronize()
-    return ExerciseResult(id=exercise.id, title=exercise.title, status="passed", score=0.0,
-                          max_score=exercise.points, messages=["profile launches made"],
-                          mode=mode)
+    programs = [("student", student, error)]
+    if reference.cells:
+        programs.append(("reference", reference, reference.advance(exercise.id)))
+    for who, program, problem in programs:
+        stubs = [n for n in (exercise.entry, *exercise.needs)
+                 if is_stub(program.namespace.get(n))]
+        if problem or stubs:
+            events.emit(skipped=[exercise.id, who], why=problem or
+                        f"{', '.join(stubs)} still raises NotImplementedError")
+            continue
+        events.emit(segment=[exercise.id, who])
+        try:
+            _profiled_segment(exercise, program.namespace)
+        except Exception as exc:  # noqa: BLE001  (reported; the other segments go on)
+            events.emit(failed=[exercise.id, who], why=describe_exception(exc))
+
+
+def _profiled_segment(exercise, namespace: dict) -> None:
+    from numba import cuda
+
+    marker = _marker_kernel()
+    cuda.profile_start()
+    try:
+        marker[1, 1]()
+        exercise.profile(namespace)
+        cuda.synchronize()
+    finally:
+        cuda.profile_stop()
+
+
+_MARKER = []
+
+
+def _marker_kernel():
+    """An empty kernel whose launches separate the profiled segments in the ncu report."""
+    if not _MARKER:
+        from numba import cuda
+
+        def workbook_profile_marker():
+            pass
+
+        kernel = cuda.jit(workbook_profile_marker)
+        kernel[1, 1]()  # compiled outside the profiled segments
+        cuda.synchronize()
+        _MARKER.append(kernel)
+    return _MARKER[0]
 
 
 def main(argv: list[str]) -> int:
-    job_path, result_path = argv
+    job_path, events_path = argv
     with open(job_path) as f:
         job = json.load(f)
-    result = grade(job)
-    with open(result_path, "w") as f:
-        json.dump(result.to_dict(), f)
+    run_job(job, Events(events_path))
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+__all__ = ["MARKER", "MARKER_KERNEL", "PASSED", "Program", "cell_filename", "exec_cell",
+           "definitions_namespace", "run_job", "strip_magics"]

@@ -19,14 +19,10 @@ sanitizer; ``WORKBOOK_GPU_SANITIZERS`` chooses the tools (comma-separated, e.g.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from grader.results import FAILED, PASSED
@@ -96,11 +92,15 @@ def small_cases(exercise, mode: str):
     return dataclasses.replace(exercise, cases={**exercise.cases, mode: small})
 
 
-def command(tool_path: str, tool: str, job_path: Path, result_path: Path) -> list[str]:
-    """compute-sanitizer running one exercise job (see grader.runner) under ``tool``."""
-    return [tool_path, "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE),
-            "--report-api-errors", "no", "--print-limit", "20",
-            sys.executable, "-m", "grader.runner", str(job_path), str(result_path)]
+def command(tool_path: str, tool: str, job_path: Path | None = None,
+            events_path: Path | None = None) -> list[str]:
+    """compute-sanitizer running :mod:`grader.runner` under ``tool`` (the runner's arguments
+    follow when given)."""
+    prefix = [tool_path, "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE),
+              "--report-api-errors", "no", "--print-limit", "20"]
+    if job_path is None:
+        return prefix
+    return [*prefix, sys.executable, "-m", "grader.runner", str(job_path), str(events_path)]
 
 
 @dataclasses.dataclass
@@ -166,23 +166,64 @@ def _first_report(output: str) -> list[str]:
 def run_tool(tool_path: str, tool: str, exercise, cells: list[dict], timeout: float,
              seed: int | None = None) -> Finding:
     """Run the exercise's small cases for ``cells`` under one compute-sanitizer tool."""
-    job = {"mode": "gpu", "exercise_id": exercise.id, "cells": cells, "seed": seed,
-           "sanitize": tool}
-    with tempfile.TemporaryDirectory(prefix="grader-sanitizer-") as tmp:
-        job_path, result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
-        job_path.write_text(json.dumps(job))
-        env = dict(os.environ, WORKBOOK_MODE="gpu", NUMBA_ENABLE_CUDASIM="0",
-                   PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen(command(tool_path, tool, job_path, result_path),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=env, start_new_session=True)
-        try:
-            output, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return Finding(tool, None, [], f"did not finish within {timeout:g} s")
-    return parse(tool, output, proc.returncode)
+    return sanitize_notebook(tool_path, tool, [exercise.id], cells, timeout, seed)[exercise.id]
+
+
+def sanitize_notebook(tool_path: str, tool: str, exercise_ids: list[str], cells: list[dict],
+                      timeout: float, seed: int | None = None,
+                      seconds: dict[str, float] | None = None,
+                      on_event=None) -> dict[str, Finding]:
+    """Run the small cases of ``exercise_ids`` under one tool, in as few processes as it takes
+    (see :mod:`grader.session`); one :class:`Finding` per exercise, from the part of the
+    tool's report between the runner's markers for that exercise."""
+    from grader.session import exercise_seconds, run_exercises
+
+    job = {"mode": "gpu", "action": "sanitize", "exercise_ids": exercise_ids, "cells": cells,
+           "seed": seed}
+    attempts = run_exercises(job, timeout, wrap=lambda n, d: (command(tool_path, tool), {}),
+                             on_event=on_event)
+    if seconds is not None:
+        seconds.update(exercise_seconds(attempts))
+    findings: dict[str, Finding] = {}
+    for attempt in attempts:
+        parts = split_by_exercise(attempt.output)
+        blamed = [x for x in (attempt.crashed, attempt.timed_out) if x]
+        for exercise_id in attempt.started() or blamed:
+            if exercise_id == attempt.timed_out:
+                findings[exercise_id] = Finding(tool, None, [],
+                                                f"did not finish within {timeout:g} s")
+            elif exercise_id in parts:
+                findings[exercise_id] = parse_part(tool, parts[exercise_id])
+            else:  # it ended before the exercise's tests began: the summary tells
+                findings[exercise_id] = parse(tool, attempt.output, attempt.returncode)
+    for exercise_id in exercise_ids:
+        findings.setdefault(exercise_id, Finding(tool, None, [], "the exercise did not run"))
+    return findings
+
+
+def split_by_exercise(output: str) -> dict[str, str]:
+    """The tool's output cut at the runner's begin markers: each exercise's part runs to the
+    next exercise's begin (reports that come after the end marker still belong to it)."""
+    from grader.runner import MARKER
+
+    parts: dict[str, list[str]] = {}
+    current = None
+    for line in output.splitlines():
+        if line.startswith(f"{MARKER} begin "):
+            current = line.split()[-1]
+            parts[current] = []
+        elif current and not line.startswith(MARKER):
+            parts[current].append(line)
+    return {k: "\n".join(v) for k, v in parts.items()}
+
+
+def parse_part(tool: str, text: str) -> Finding:
+    """The findings in one exercise's part of the report (no summary line of its own)."""
+    lines = _first_report(text)
+    starts = [m.group(1) for m in map(_FINDING.match, text.splitlines()) if m]
+    errors = [t for t in starts if not t.startswith(("Warning", "Target application"))
+              and not any(noise in t for noise in _NOISE)]
+    return Finding(tool, len(errors), lines if errors else [])
 
 
 def apply_sanitizers(result, exercise, cells: list[dict], mode: str, timeout: float,
@@ -199,16 +240,29 @@ def apply_sanitizers(result, exercise, cells: list[dict], mode: str, timeout: fl
         return []
     tool_path = find_tool()
     if tool_path is None:
-        result.messages.append("compute-sanitizer: not found, so the memory, race and barrier "
-                               "checks were skipped (install the CUDA toolkit, or put "
-                               "compute-sanitizer on PATH)")
+        result.messages.append(MISSING)
         return []
     findings = [run_tool(tool_path, tool, exercise, cells, timeout, seed) for tool in tools]
+    apply_findings(result, findings)
+    return findings
+
+
+MISSING = ("compute-sanitizer: not found, so the memory, race and barrier checks were skipped "
+           "(install the CUDA toolkit, or put compute-sanitizer on PATH)")
+
+
+def qualifies(result) -> bool:
+    """Whether the tools' findings count for this result: its kernels ran to the end."""
+    return result.status in (PASSED, FAILED)
+
+
+def apply_findings(result, findings: list[Finding]) -> None:
+    """Add the tools' findings to a graded exercise; an error fails it."""
     for finding in findings:
         if finding.errors != 0:
             result.messages.append(finding.message())
     if any(f.errors for f in findings):
         result.status, result.score = FAILED, 0.0
-    elif all(f.errors == 0 for f in findings):
-        result.messages.append(f"compute-sanitizer: no errors ({', '.join(tools)})")
-    return findings
+    elif findings and all(f.errors == 0 for f in findings):
+        result.messages.append(
+            f"compute-sanitizer: no errors ({', '.join(f.tool for f in findings)})")

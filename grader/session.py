@@ -1,0 +1,168 @@
+"""Run :mod:`grader.runner` over a list of exercises, in as few processes as it takes.
+
+One child process works through the exercises in notebook order, so the lesson's
+imports, the CUDA context and each kernel's compilation are paid once. The child
+reports each step in an events file; when it hangs on an exercise (no progress for
+``timeout`` seconds) its whole process group is killed, when it crashes the crash
+is blamed on the exercise it was working on, and in both cases a fresh process
+takes the remaining exercises. A student's hang or crash therefore costs that
+exercise only, as if each had its own process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+POLL_SECONDS = 0.05
+HANG_HINT = ("an infinite loop, or threads waiting at a barrier some threads never reach?")
+
+
+@dataclass
+class Attempt:
+    """One child process: what it reported, printed, and how it ended."""
+
+    events: list[dict]
+    output: str
+    returncode: int | None
+    timed_out: str | None = None  # the exercise it was killed on
+    crashed: str | None = None  # the exercise it was working on when it died
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time per exercise
+    extra: dict = field(default_factory=dict)  # what the wrapper produced (an ncu report)
+
+    def started(self) -> list[str]:
+        return [e["start"] for e in self.events if "start" in e]
+
+    def how_it_ended(self) -> str:
+        code = self.returncode
+        if code is not None and code < 0:
+            return f"signal {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    def tail(self, lines: int = 15) -> str:
+        return "\n".join(self.output.strip().splitlines()[-lines:])
+
+
+def child_env(mode: str) -> dict:
+    return dict(os.environ, WORKBOOK_MODE=mode, PYTHONUNBUFFERED="1",
+                NUMBA_ENABLE_CUDASIM="1" if mode == "sim" else "0")
+
+
+def run_exercises(
+    job: dict,
+    timeout: float,
+    wrap: Callable[[int, Path], tuple[Sequence[str], dict]] | None = None,
+    on_event: Callable[[dict], None] | None = None,
+    workdir: Path | None = None,
+) -> list[Attempt]:
+    """Run ``job`` (see :mod:`grader.runner`) until every exercise has had its turn.
+
+    ``wrap(attempt_number, folder)`` returns the command prefix that runs the child
+    under a tool (compute-sanitizer, ncu) and anything to keep about it; files it
+    writes in ``folder`` outlive the call only where ``workdir`` is given.
+    """
+    remaining = list(job["exercise_ids"])
+    attempts: list[Attempt] = []
+    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
+        while remaining:
+            folder = Path(workdir or tmp, str(len(attempts)))
+            folder.mkdir(parents=True, exist_ok=True)
+            prefix, extra = wrap(len(attempts), folder) if wrap else ((), {})
+            attempt = _run_once({**job, "exercise_ids": remaining}, timeout, folder,
+                                list(prefix), on_event)
+            attempt.extra = extra
+            attempts.append(attempt)
+            started = attempt.started()
+            if attempt.timed_out is None and attempt.returncode not in (0, None):
+                attempt.crashed = started[-1] if started else remaining[0]
+            done = len(started)
+            if not started and (attempt.crashed or attempt.timed_out):
+                done = 1  # it died before reaching the first exercise: blame that one
+            remaining = remaining[done:]
+    return attempts
+
+
+def _run_once(job: dict, timeout: float, workdir: Path, prefix: list[str],
+              on_event: Callable[[dict], None] | None) -> Attempt:
+    job_path, events_path = workdir / "job.json", workdir / "events.jsonl"
+    job_path.write_text(json.dumps(job))
+    events_path.touch()
+    command = [*prefix, sys.executable, "-m", "grader.runner", str(job_path), str(events_path)]
+    with open(workdir / "output.txt", "w+") as output:
+        proc = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, text=True,
+                                env=child_env(job["mode"]), start_new_session=True)
+        events: list[dict] = []
+        timed_out = None
+        clock = _Clock(job["exercise_ids"][0])  # start-up counts towards the first exercise
+        with open(events_path) as reader:
+            deadline = time.monotonic() + timeout
+            while True:
+                finished = proc.poll() is not None
+                for event in _new_events(reader):
+                    events.append(event)
+                    if "start" in event:
+                        clock.switch(event["start"])
+                        deadline = time.monotonic() + timeout
+                    if on_event:
+                        on_event(event)
+                if finished:
+                    break
+                if time.monotonic() > deadline:
+                    timed_out = clock.current
+                    _kill(proc)
+                    events.extend(_new_events(reader))
+                    break
+                time.sleep(POLL_SECONDS)
+        clock.switch(None)
+        output.seek(0)
+        text = output.read()
+    return Attempt(events, text, proc.returncode, timed_out, seconds=clock.seconds)
+
+
+class _Clock:
+    """Wall time per exercise: each moment counts towards the exercise then in progress."""
+
+    def __init__(self, first: str):
+        self.current, self.since, self.seconds = first, time.monotonic(), {}
+
+    def switch(self, exercise_id: str | None) -> None:
+        now = time.monotonic()
+        self.seconds[self.current] = self.seconds.get(self.current, 0.0) + now - self.since
+        self.current, self.since = exercise_id, now
+
+
+def _new_events(reader) -> list[dict]:
+    """Complete JSON lines written since the last call (a partial last line waits)."""
+    events = []
+    while True:
+        position = reader.tell()
+        line = reader.readline()
+        if not line.endswith("\n"):
+            reader.seek(position)
+            return events
+        events.append(json.loads(line))
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def exercise_seconds(attempts: list[Attempt]) -> dict[str, float]:
+    """Wall time each exercise took over all attempts, process start-up included."""
+    total: dict[str, float] = {}
+    for attempt in attempts:
+        for exercise_id, seconds in attempt.seconds.items():
+            total[exercise_id] = total.get(exercise_id, 0.0) + seconds
+    return total
