@@ -70,6 +70,7 @@ class Exercise:
     profile: Callable[[Mapping[str, Any]], None] | None = None
     profile_kernels: tuple[str, ...] = ()
     profile_skip: int = 1
+    sanitizer_cases: Sequence[Case] | None = None  # for compute-sanitizer (default: small ones)
 
     def cases_for(self, mode: str) -> Sequence[Case]:
         return self.cases[mode]

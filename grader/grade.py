@@ -20,6 +20,7 @@ the others.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -133,38 +134,61 @@ def grade_notebook(
     return report
 
 
+PROCESSES_ENV = "WORKBOOK_GRADER_PROCESSES"  # processes per phase and notebook
+
+
+def processes_per_phase(exercises: int) -> int:
+    """How many processes share each phase's exercises: one per six CPU cores (each phase
+    runs beside the others), at most three; ``WORKBOOK_GRADER_PROCESSES`` overrides."""
+    text = os.environ.get(PROCESSES_ENV)
+    wanted = int(text) if text else min(3, (os.cpu_count() or 1) // 6)
+    return max(1, min(wanted, exercises))
+
+
 def run_phases(order: list[str], cells: list[dict], mode: str, timeout: float,
                seed: int | None, sanitizers: bool,
                progress: PhaseCallback) -> dict[str, ExerciseResult]:
-    """The check, and in gpu mode the sanitizer tools and the simulator pass, side by side."""
+    """The check, and in gpu mode the sanitizer tools and the simulator pass, side by side,
+    each phase's exercises shared among :func:`processes_per_phase` processes."""
     if not order:
         return {}
     tool_path = tools.find_tool() if mode == "gpu" and sanitizers else None
     tool_names = tools.selected_tools() if tool_path else ()
-    with ThreadPoolExecutor(max_workers=2 + len(tool_names)) as pool:
-        checked = pool.submit(check_phase, order, cells, mode, timeout, seed, progress)
-        simulated = (pool.submit(check_phase, order, cells, "sim", timeout, seed, progress,
-                                 "simulator") if mode == "gpu" and sanitizers else None)
-        tool_runs = {}
-        for tool in tool_names:
-            seconds: dict[str, float] = {}
-            tool_runs[tool] = (pool.submit(_sanitize, tool_path, tool, order, cells, timeout,
-                                           seed, seconds, progress), seconds)
-        results = checked.result()
-        findings = {tool: (future.result(), seconds)
-                    for tool, (future, seconds) in tool_runs.items()}
-        sim_results = simulated.result() if simulated else {}
+    count = processes_per_phase(len(order))
+    parts = [order[i::count] for i in range(count)]  # each part stays in notebook order
+    phases = 1 + len(tool_names) + (mode == "gpu" and sanitizers)
+    with ThreadPoolExecutor(max_workers=phases * count) as pool:
+        checked = [pool.submit(check_phase, part, cells, mode, timeout, seed, progress)
+                   for part in parts]
+        simulated = ([pool.submit(check_phase, part, cells, "sim", timeout, seed, progress,
+                                  "simulator") for part in parts]
+                     if mode == "gpu" and sanitizers else [])
+        seconds: dict[str, dict[str, float]] = {tool: {} for tool in tool_names}
+        tool_runs = {tool: [pool.submit(_sanitize, tool_path, tool, part, cells, timeout, seed,
+                                        seconds[tool], progress) for part in parts]
+                     for tool in tool_names}
+        results = _merged(f.result() for f in checked)
+        findings = {tool: _merged(f.result() for f in futures)
+                    for tool, futures in tool_runs.items()}
+        sim_results = _merged(f.result() for f in simulated)
     for exercise_id, result in results.items():
         if not tools.qualifies(result):
             continue
         if mode == "gpu" and sanitizers and tool_path is None:
             result.messages.append(tools.MISSING)
-        for tool, (_, seconds) in findings.items():
-            result.add_time(tool, seconds.get(exercise_id, 0.0))
-        tools.apply_findings(result, [found[exercise_id] for found, _ in findings.values()])
+        for tool in tool_names:
+            result.add_time(tool, seconds[tool].get(exercise_id, 0.0))
+        tools.apply_findings(result, [findings[tool][exercise_id] for tool in tool_names])
         if exercise_id in sim_results:
             apply_simulator_pass(result, sim_results[exercise_id])
     return results
+
+
+def _merged(dicts) -> dict:
+    merged: dict = {}
+    for d in dicts:
+        merged.update(d)
+    return merged
 
 
 def _sanitize(tool_path, tool, order, cells, timeout, seed, seconds, progress):

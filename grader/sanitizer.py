@@ -85,6 +85,9 @@ def selected_tools() -> tuple[str, ...]:
 def small_cases(exercise, mode: str):
     """``exercise`` with only its test cases of at most MAX_SIZE elements (else its
     smallest case)."""
+    if mode == "gpu" and exercise.sanitizer_cases is not None:
+        return dataclasses.replace(exercise, cases={**exercise.cases,
+                                                    mode: tuple(exercise.sanitizer_cases)})
     cases = tuple(exercise.cases_for(mode))
     small = tuple(c for c in cases if c.size <= MAX_SIZE)
     if not small and cases:
@@ -172,13 +175,13 @@ def run_tool(tool_path: str, tool: str, exercise, cells: list[dict], timeout: fl
 def sanitize_notebook(tool_path: str, tool: str, exercise_ids: list[str], cells: list[dict],
                       timeout: float, seed: int | None = None,
                       seconds: dict[str, float] | None = None,
-                      on_event=None) -> dict[str, Finding]:
+                      on_event=None, mode: str = "gpu") -> dict[str, Finding]:
     """Run the small cases of ``exercise_ids`` under one tool, in as few processes as it takes
     (see :mod:`grader.session`); one :class:`Finding` per exercise, from the part of the
     tool's report between the runner's markers for that exercise."""
     from grader.session import exercise_seconds, run_exercises
 
-    job = {"mode": "gpu", "action": "sanitize", "exercise_ids": exercise_ids, "cells": cells,
+    job = {"mode": mode, "action": "sanitize", "exercise_ids": exercise_ids, "cells": cells,
            "seed": seed}
     attempts = run_exercises(job, timeout, wrap=lambda n, d: (command(tool_path, tool), {}),
                              on_event=on_event)

@@ -487,6 +487,9 @@ GPU_PROPAGATION = [
     ("empty", (100, 100), 4), ("random 0.6", (1, 10_000), 4), ("random 0.6", (10_000, 1), 8),
     ("full", (1, 1), 4),
 ]
+# under compute-sanitizer every sweep is slow: the small images, and long single rows/columns
+SANITIZER_PROPAGATION = [*SIM_PROPAGATION, ("random 0.6", (1, 10_000), 4),
+                         ("random 0.6", (10_000, 1), 8)]
 # pure-Python exercises: the same moderate sizes in both modes
 CPU_IMAGES = [
     *_both("random 0.3", (24, 24)), ("random 0.41", (20, 21), 8), ("random 0.59", (32, 32), 4),
@@ -804,9 +807,10 @@ CPU_CASES = {"sim": _image_cases(CPU_IMAGES), "gpu": _image_cases(CPU_IMAGES)}
 
 
 def _exercise(id_, title, entry, run, verify, cases, make=make_image_inputs,
-              reference=_ref_none, needs=()):
+              reference=_ref_none, needs=(), **more):
     return Exercise(id=f"ccl.{id_}", lesson=LESSON, title=title, entry=entry, make_inputs=make,
-                    run=run, reference=reference, verify=verify, cases=cases, needs=needs)
+                    run=run, reference=reference, verify=verify, cases=cases, needs=needs,
+                    **more)
 
 
 EXERCISES = (
@@ -819,7 +823,8 @@ EXERCISES = (
     _exercise("propagation", "GPU label propagation: sweep until nothing changes",
               "propagation_label", _run_propagation, _verify_propagation,
               _cases(SIM_PROPAGATION, GPU_PROPAGATION),
-              needs=("init_labels_kernel", "propagate_kernel")),
+              needs=("init_labels_kernel", "propagate_kernel"),
+              sanitizer_cases=_image_cases(SANITIZER_PROPAGATION)),
     _exercise("union_find", "GPU union-find: init, compress, atomic merge, resolve",
               "union_find_label", _run_union_find, _verify_union_find,
               _cases(SIM_IMAGES, GPU_IMAGES),

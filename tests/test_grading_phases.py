@@ -1,0 +1,221 @@
+"""The grader's phases: one process per phase and notebook, restarted after a failure,
+compute-sanitizer reports split by exercise, ncu reports split by segment, the
+command-line options for a quick run."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+from test_grading import SIMPLE_OK, results_by_id, write_notebook
+
+import workbook
+from grader import grade as grading
+from grader import sanitizer as tools
+from grader.exercises import get
+from grader.notebook import load
+from grader.profiling import _read_attempt, split_segments
+from grader.results import FAILED, PASSED, ExerciseResult
+from grader.runner import MARKER, MARKER_KERNEL
+from grader.session import Attempt, run_exercises
+
+ROOT = Path(__file__).resolve().parents[1]
+REDUCTION = next((ROOT / "solutions" / "02_reduction").glob("*.ipynb"))
+RACE_LINE = ("========= Error: Race reported between Write access at shared_sum_kernel+0x2a0 "
+             "and Read access at shared_sum_kernel+0x3c0 [248 hazards]")
+
+
+def test_one_process_checks_every_exercise_and_times_each(tmp_path):
+    notebook = load(REDUCTION)
+    order = ["reduction.simple", "reduction.convergent", "reduction.shared"]
+    cells = [asdict(c) for c in notebook.program_for(order[-1])]
+    job = {"mode": workbook.MODE, "action": "check", "exercise_ids": order, "cells": cells}
+    attempts = run_exercises(job, timeout=120)
+    assert len(attempts) == 1, "passing exercises must share one process"
+    results = [ExerciseResult.from_dict(e["result"]) for e in attempts[0].events
+               if "result" in e]
+    assert [r.id for r in results] == order and all(r.passed for r in results)
+    assert set(attempts[0].seconds) == set(order) and all(s > 0 for s in
+                                                          attempts[0].seconds.values())
+
+
+def test_a_failed_exercise_restarts_the_process_and_the_rest_is_graded(tmp_path):
+    wrong = SIMPLE_OK.replace("output[0] = ", "output[0] = 1 + ")
+    assert wrong != SIMPLE_OK
+    path = write_notebook(tmp_path / "s.ipynb", {"reduction.simple": wrong,
+                                                "reduction.convergent": SIMPLE_OK.replace(
+                                                    "simple_sum_kernel",
+                                                    "convergent_sum_kernel")})
+    report = grading.grade_notebook(load(path), workbook.MODE, timeout=60,
+                                    exercises=["reduction.simple", "reduction.convergent"])
+    got = results_by_id(report)
+    assert got["reduction.simple"].status == FAILED
+    assert [r.id for r in report.exercises] == ["reduction.simple", "reduction.convergent"]
+    # the interleaved tree is a correct (if slow) convergent kernel
+    assert got["reduction.convergent"].status in (PASSED, FAILED)
+    assert got["reduction.convergent"].cases and got["reduction.convergent"].cases[0].passed
+    assert all(r.seconds > 0 and r.timings for r in report.exercises)
+
+
+def test_unknown_exercise_filter_is_a_clear_error():
+    with pytest.raises(ValueError, match="has no exercise reduction.nope"):
+        grading.selected_exercises(load(REDUCTION), ["reduction.nope"])
+
+
+def test_skipped_phases_are_reported_as_not_assessed():
+    exercise = get("reduction.shared")
+    result = ExerciseResult(id=exercise.id, title=exercise.title, status=PASSED, score=1.0,
+                            max_score=1.0, messages=["all tests passed"], mode="gpu")
+    grading.finish(result, exercise, "gpu", metrics=False, sanitizers=False)
+    text = result.summary()
+    assert "not assessed (skipped on request (--no-metrics))" in text
+    assert "compute-sanitizer and the simulator pass: not run" in text
+    assert all(r["status"] == "not assessed" for r in result.metrics["rules"])
+
+
+def test_simulator_findings_fail_a_gpu_graded_exercise():
+    def result(status, messages):
+        return ExerciseResult(id="reduction.simple", title="t", status=status, score=1.0,
+                              max_score=1.0, messages=messages)
+
+    graded = result(PASSED, ["all 8 tests passed (gpu mode)"])
+    grading.apply_simulator_pass(graded, result("error", ["RaceError: racecheck: data race "
+                                                          "on global memory"]))
+    assert graded.status == FAILED and graded.score == 0
+    assert "simulator (small cases, sanitizer on): error: RaceError" in graded.summary()
+    kept = result(PASSED, [])
+    grading.apply_simulator_pass(kept, result("timeout", ["did not finish"]))
+    assert kept.status == PASSED and "not assessed" in kept.summary()
+
+
+# --- compute-sanitizer: one run per tool and notebook, the report split by exercise -------------
+
+@pytest.fixture
+def tool_that_reports_a_race(tmp_path):
+    """A stand-in compute-sanitizer: runs the runner it is given and adds a race report
+    inside the part of the output that belongs to reduction.shared."""
+    script = tmp_path / "compute-sanitizer"
+    script.write_text(
+        "#!/bin/sh\n"
+        "while [ \"$1\" != \"" + sys.executable + "\" ]; do shift; done\n"
+        f"\"$@\" | sed '/{MARKER} begin reduction.shared/a {RACE_LINE}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+def test_a_tools_report_is_split_by_exercise(tool_that_reports_a_race):
+    notebook = load(REDUCTION)
+    order = ["reduction.simple", "reduction.shared"]
+    cells = [asdict(c) for c in notebook.program_for(order[-1])]
+    findings = tools.sanitize_notebook(tool_that_reports_a_race, "racecheck", order, cells, 120,
+                                       mode=workbook.MODE)
+    assert findings["reduction.simple"].errors == 0
+    assert findings["reduction.shared"].errors == 1
+    assert "Race reported" in findings["reduction.shared"].message()
+
+
+def test_split_by_exercise_keeps_late_reports_with_their_exercise():
+    output = "\n".join([f"{MARKER} begin a.x", "x", f"{MARKER} end a.x", "late report of x",
+                        f"{MARKER} begin a.y", "y", f"{MARKER} end a.y"])
+    parts = tools.split_by_exercise(output)
+    assert parts == {"a.x": "x\nlate report of x", "a.y": "y"}
+
+
+def test_a_part_counts_errors_not_warnings():
+    text = "\n".join([RACE_LINE, RACE_LINE.replace("Error", "Warning"),
+                      "=========     Saved host backtrace up to driver entry point"])
+    assert tools.parse_part("racecheck", text).errors == 1
+    assert tools.parse_part("racecheck", "nothing to report").errors == 0
+
+
+# --- ncu: one run per notebook, the report split at the marker kernel ---------------------------
+
+def launch(name, value=1.0):
+    return {"kernel": f"{name}[abi:v1,xyz]", "gpu__time_duration.sum": value}
+
+
+def test_segments_split_at_the_marker_kernel():
+    launches = [launch(MARKER_KERNEL), launch("a"), launch("a"), launch(MARKER_KERNEL),
+                launch("b")]
+    assert [[x["kernel"][0] for x in part] for part in split_segments(launches)] == [["a", "a"],
+                                                                                      ["b"]]
+
+
+def test_each_segment_gives_its_exercise_the_launch_after_the_compile_launch(monkeypatch):
+    exercise = get("reduction.shared")  # profile_skip 1: the first launch compiles
+    attempt = Attempt(events=[{"segment": [exercise.id, "student"]},
+                              {"segment": [exercise.id, "reference"]}],
+                      output="", returncode=0, extra={"report": Path("x.ncu-rep")})
+    kernel = exercise.entry
+    launches = [launch(MARKER_KERNEL), launch(kernel, 1), launch(kernel, 2), launch("other", 9),
+                launch(MARKER_KERNEL), launch(kernel, 3), launch(kernel, 4)]
+    monkeypatch.setattr("grader.profiling.ncu.check_output", lambda output, report, k: report)
+    monkeypatch.setattr("grader.profiling.read_metrics", lambda report, metrics: launches)
+    found, reasons = {}, {}
+    _read_attempt(attempt, [exercise], ["gpu__time_duration.sum"], [kernel], 60, found, reasons)
+    assert found[exercise.id]["student"]["gpu__time_duration.sum"] == 2
+    assert found[exercise.id]["reference"]["gpu__time_duration.sum"] == 4
+    assert not reasons
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=600,
+                          env=dict(os.environ, COLUMNS="200"))
+
+
+def test_cli_grades_only_the_named_exercises(tmp_path):
+    out = tmp_path / "r.json"
+    result = run_cli("check", "solutions", "-e", "reduction.shared", "-e", "softmax.cpu",
+                     "--json", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    notebooks = json.loads(out.read_text())["notebooks"]
+    graded = {e["id"] for nb in notebooks for e in nb["exercises"]}
+    assert graded == {"reduction.shared", "softmax.cpu"}
+    assert "graded in" in result.stdout
+
+
+def test_cli_rejects_an_unknown_exercise():
+    result = run_cli("check", "solutions/02_reduction", "-e", "reduction.nope")
+    assert result.returncode == 2 and "unknown exercise 'reduction.nope'" in result.stdout
+
+
+# --- on a GPU ------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_one_ncu_run_profiles_every_exercise_of_a_notebook():
+    from grader.ncu import find_ncu
+    from grader.profiling import profile_notebook
+
+    if find_ncu() is None:
+        pytest.skip("ncu is not installed")
+    notebook = load(REDUCTION)
+    exercises = [e for e in map(get, notebook.exercise_ids()) if e.metric_rules]
+    cells = [asdict(c) for c in notebook.program_for(exercises[-1].id)]
+    sections = profile_notebook(exercises, cells)
+    for exercise in exercises:
+        outcomes = sections[exercise.id]["rules"]
+        assert [o["status"] for o in outcomes] == ["passed"] * len(outcomes), outcomes
+
+
+@pytest.mark.gpu
+def test_racecheck_blames_only_the_exercise_without_its_barrier():
+    tool = tools.find_tool()
+    if tool is None:
+        pytest.skip("compute-sanitizer is not installed")
+    notebook = load(REDUCTION)
+    order = ["reduction.simple", "reduction.shared", "reduction.segmented"]
+    cells = [asdict(c) for c in notebook.program_for(order[-1])]
+    for cell in cells:
+        if cell["exercise_id"] == "reduction.shared":
+            cell["source"] = cell["source"].replace("        cuda.syncthreads()\n", "", 1)
+    findings = tools.sanitize_notebook(tool, "racecheck", order, cells, 300)
+    assert findings["reduction.shared"].errors, findings["reduction.shared"].message()
+    assert findings["reduction.simple"].errors == 0
+    assert findings["reduction.segmented"].errors == 0
