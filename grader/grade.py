@@ -21,6 +21,7 @@ the others.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -157,17 +158,22 @@ def run_phases(order: list[str], cells: list[dict], mode: str, timeout: float,
     count = processes_per_phase(len(order))
     parts = [order[i::count] for i in range(count)]  # each part stays in notebook order
     phases = 1 + len(tool_names) + (mode == "gpu" and sanitizers)
+    gate = _Gate()
     with ThreadPoolExecutor(max_workers=phases * count) as pool:
-        checked = [pool.submit(check_phase, part, cells, mode, timeout, seed, progress)
-                   for part in parts]
-        simulated = ([pool.submit(check_phase, part, cells, "sim", timeout, seed, progress,
-                                  "simulator") for part in parts]
+        checked = [pool.submit(check_phase, part, cells, mode, timeout, seed, progress,
+                               on_result=gate.result) for part in parts]
+        simulated = ([pool.submit(gate.then, check_phase, part, cells, "sim", timeout, seed,
+                                  progress, "simulator") for part in parts]
                      if mode == "gpu" and sanitizers else [])
         seconds: dict[str, dict[str, float]] = {tool: {} for tool in tool_names}
-        tool_runs = {tool: [pool.submit(_sanitize, tool_path, tool, part, cells, timeout, seed,
-                                        seconds[tool], progress) for part in parts]
+        tool_runs = {tool: [pool.submit(gate.then, _sanitize, tool_path, tool, part, cells,
+                                        timeout, seed, seconds[tool], progress)
+                            for part in parts]
                      for tool in tool_names}
-        results = _merged(f.result() for f in checked)
+        try:
+            results = _merged(f.result() for f in checked)
+        finally:
+            gate.close()
         findings = {tool: _merged(f.result() for f in futures)
                     for tool, futures in tool_runs.items()}
         sim_results = _merged(f.result() for f in simulated)
@@ -182,6 +188,28 @@ def run_phases(order: list[str], cells: list[dict], mode: str, timeout: float,
         if exercise_id in sim_results:
             apply_simulator_pass(result, sim_results[exercise_id])
     return results
+
+
+class _Gate:
+    """Holds the sanitizer tools and the simulator pass back until the check has produced a
+    result they can judge (a kernel that ran to the end): for a notebook of stubs they never
+    start, for a finished one they start with the first result and run beside the check."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.worthwhile = False
+
+    def result(self, event: dict) -> None:
+        if event["result"]["status"] in (PASSED, FAILED):
+            self.worthwhile = True
+            self.event.set()
+
+    def close(self) -> None:
+        self.event.set()
+
+    def then(self, function, *args):
+        self.event.wait()
+        return function(*args) if self.worthwhile else {}
 
 
 def _merged(dicts) -> dict:
@@ -210,11 +238,19 @@ def _progress_events(phase: str, progress: PhaseCallback):
 
 def check_phase(order: list[str], cells: list[dict], mode: str, timeout: float,
                 seed: int | None, progress: PhaseCallback = lambda p, e: None,
-                phase: str = "check") -> dict[str, ExerciseResult]:
+                phase: str = "check",
+                on_result: Callable[[dict], None] | None = None) -> dict[str, ExerciseResult]:
     """Check the exercises in one process (more after a crash or hang); results by id."""
     job = {"mode": mode, "action": "check", "exercise_ids": order, "cells": cells, "seed": seed}
     progress(phase, order[0])
-    attempts = run_exercises(job, timeout, on_event=_progress_events(phase, progress))
+    show = _progress_events(phase, progress)
+
+    def on_event(event: dict) -> None:
+        show(event)
+        if on_result and "result" in event:
+            on_result(event)
+
+    attempts = run_exercises(job, timeout, on_event=on_event)
     progress(phase, None)
     results: dict[str, ExerciseResult] = {}
     for attempt in attempts:

@@ -53,7 +53,8 @@ class Attempt:
 
 def child_env(mode: str) -> dict:
     return dict(os.environ, WORKBOOK_MODE=mode, PYTHONUNBUFFERED="1",
-                NUMBA_ENABLE_CUDASIM="1" if mode == "sim" else "0")
+                NUMBA_ENABLE_CUDASIM="1" if mode == "sim" else "0",
+                MPLBACKEND="Agg")  # no display: skip matplotlib's search for a GUI
 
 
 def run_exercises(

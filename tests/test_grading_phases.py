@@ -219,3 +219,19 @@ def test_racecheck_blames_only_the_exercise_without_its_barrier():
     assert findings["reduction.shared"].errors, findings["reduction.shared"].message()
     assert findings["reduction.simple"].errors == 0
     assert findings["reduction.segmented"].errors == 0
+
+
+def test_the_tools_wait_for_a_result_they_can_judge():
+    calls = []
+
+    def tool(*args):
+        calls.append(args)
+        return {"ran": True}
+
+    stubs_only = grading._Gate()
+    stubs_only.result({"result": {"status": "not implemented"}})
+    stubs_only.close()
+    assert stubs_only.then(tool, 1) == {} and not calls
+    finished = grading._Gate()
+    finished.result({"result": {"status": "failed"}})
+    assert finished.then(tool, 2) == {"ran": True} and calls == [(2,)]
