@@ -82,12 +82,11 @@ def run_exercises(
             attempt.extra = extra
             attempts.append(attempt)
             started = attempt.started()
-            if attempt.timed_out is None and attempt.returncode not in (0, None):
-                attempt.crashed = started[-1] if started else remaining[0]
-            done = len(started)
-            if not started and (attempt.crashed or attempt.timed_out):
-                done = 1  # it died before reaching the first exercise: blame that one
-            remaining = remaining[done:]
+            if not started and attempt.timed_out is None:
+                attempt.crashed = remaining[0]  # it ended before reaching the first exercise
+            elif attempt.timed_out is None and attempt.returncode not in (0, None):
+                attempt.crashed = started[-1]
+            remaining = remaining[max(1, len(started)):]  # every attempt moves on
     return attempts
 
 
