@@ -286,6 +286,9 @@ def call_no_cvta(out):
 def call_ld1_offset(out, offset):
     tile = cuda.shared.array(80, uint16, alignment=16)
     lane = cuda.threadIdx.x
+    for i in range(lane, 80, 32):
+        tile[i] = i
+    cuda.syncthreads()
     out[lane] = LD1(tile[offset + 8 * (lane % 8):].ctypes)
 
 

@@ -483,7 +483,7 @@ def pass_around_kernel(values, results):
 @pytest.mark.sim_only
 @pytest.mark.parametrize(
     "value",
-    [7, 2.5, True, 1 + 2j, np.float16(1.5), np.float32(2.5), np.int8(-3), np.uint64(1 << 63)],
+    [7, 2.5, np.float32(2.5), np.int8(-3), np.uint64(1 << 63)],  # bool, float16: rejected
     ids=repr,
 )
 def test_shuffle_keeps_the_value_object(value):
@@ -692,3 +692,78 @@ def test_block_manager_waits_instead_of_spinning_and_keeps_the_semantics():
     assert out[0] == values.sum()
     info = run_failing(barrier_then_fail_kernel)
     assert info.type is IndexError  # the failing thread's error, the others aborted
+
+
+# ---------------------------------------------------------------------------
+# Argument types: what the GPU compiler rejects, the simulator rejects too
+
+
+@cuda.jit
+def vote_all_with(mask, predicate, result):
+    i = cuda.grid(1)
+    if i < result.shape[0]:
+        result[i] = cuda.all_sync(mask[i], predicate[i])
+
+
+@cuda.jit
+def shuffle_from_lane_0(values, out):
+    i = cuda.grid(1)
+    out[i] = cuda.shfl_sync(FULL, values[i], 0)
+
+
+@cuda.jit
+def shuffle_with_offset(offsets, out):
+    i = cuda.grid(1)
+    out[i] = cuda.shfl_down_sync(FULL, i, offsets[i])
+
+
+# numba-cuda's own test_vote_sync_type_validation cases, and shuffled values it rejects
+INVALID_TYPES = [
+    (vote_all_with, (np.float32, np.int32), "Mask type must be an integer"),
+    (vote_all_with, (np.bool_, np.int32), "Mask type must be an integer"),
+    (vote_all_with, (np.float64, np.int32), "Mask type must be an integer"),
+    (vote_all_with, (np.int32, np.float32), "Predicate must be an integer or boolean"),
+    (vote_all_with, (np.int32, np.float64), "Predicate must be an integer or boolean"),
+    (shuffle_from_lane_0, (np.bool_,), "only supports 32- and 64-bit ints and floats"),
+    (shuffle_from_lane_0, (np.float16,), "only supports 32- and 64-bit ints and floats"),
+]
+
+
+def _arguments(dtypes, n=32):
+    inputs = [np.full(n, 0xFFFFFFFF if k == 0 and len(dtypes) == 2 else 1).astype(dtype)
+              for k, dtype in enumerate(dtypes)]
+    return [*inputs, np.zeros(n, np.int32)]
+
+
+@pytest.mark.parametrize("kernel,dtypes,words", INVALID_TYPES,
+                         ids=[f"{k.__name__}-{'-'.join(np.dtype(d).name for d in ds)}"
+                              for k, ds, _ in INVALID_TYPES])
+def test_argument_types_the_compiler_rejects(kernel, dtypes, words):
+    """Rejected with the GPU compiler's words: a TypingError there, a TypeError here."""
+    from numba.core.errors import TypingError
+
+    from workbook.sim.warp import WarpTypeError
+
+    with pytest.raises((WarpTypeError, TypingError), match=words):
+        kernel[1, 32](*_arguments(dtypes))
+
+
+@pytest.mark.sim_only
+def test_a_float_shuffle_offset_or_a_complex_value_is_rejected():
+    with pytest.raises(TypeError, match="the lane or offset must be an integer. Got float32"):
+        shuffle_with_offset[1, 32](np.ones(32, np.float32), np.zeros(32, np.int64))
+    with pytest.raises(TypeError, match="only supports 32- and 64-bit ints and floats"):
+        pass_around_kernel[1, 32]([1 + 2j] * 32, [None] * 32)
+
+
+@pytest.mark.parametrize("mask,predicate", [(np.uint32, np.uint32), (np.int64, np.int64),
+                                            (np.uint32, np.bool_), (np.int32, np.int32)])
+def test_argument_types_the_compiler_accepts(mask, predicate):
+    n = 32
+    masks = np.full(n, 0xFFFFFFFF).astype(mask)
+    predicates = (np.arange(n) % 2).astype(predicate)
+    result = np.zeros(n, np.int32)
+    vote_all_with[1, n](masks, predicates, result)
+    assert not result.any()  # half the lanes vote false
+    vote_all_with[1, n](masks, np.ones(n, predicate), result)
+    assert result.all()

@@ -4,7 +4,7 @@
 simulator mode.
 """
 
-from workbook.sim import global_races, sanitizer, scheduler, warp
+from workbook.sim import global_races, sanitizer, scheduler, shared_memory, warp
 
 
 def install() -> None:
@@ -14,7 +14,7 @@ def install() -> None:
     from workbook.sim import foreign  # declare_device: foreign CUDA C functions
 
     foreign.install()
-    sanitizer.install()  # last: wraps cuda.shared.array; installs global_races, shared_memory
+    sanitizer.install()  # last: wraps cuda.shared.array; installs the registered detectors
 
 
-__all__ = ["global_races", "install", "sanitizer", "scheduler", "warp"]
+__all__ = ["global_races", "install", "sanitizer", "scheduler", "shared_memory", "warp"]

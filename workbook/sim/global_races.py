@@ -212,3 +212,6 @@ def install() -> None:
 
     sim_kernel._push_kernel_context = push_and_count
     _installed = True
+
+
+sanitizer.register("global", install, GLOBAL)

@@ -28,6 +28,15 @@ synccheck
     behaviour (a hang, or a barrier that does not wait); the plain simulator
     lets them pass.
 
+Plug-ins
+    The core (this module: the access log, barriers, warp clocks, reports) knows no
+    memory space. Detectors register with :func:`register` -- shared memory
+    (:mod:`workbook.sim.shared_memory`), global memory (:mod:`workbook.sim.global_races`)
+    -- and :func:`install` installs them; clients that access memory in ways the
+    simulator cannot see element by element, such as the PTX emulation
+    (:mod:`workbook.sim.foreign`), look a memory space up with :func:`memory_space` and
+    report their accesses to it. No module here imports a detector or a client.
+
 A finding is raised as a :class:`SanitizerError` (:class:`RaceError`,
 :class:`UninitializedReadError` or :class:`BarrierError`) in a thread of the
 block, so the kernel launch fails with it. A read of never-written shared
@@ -44,9 +53,13 @@ import operator
 import os
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from workbook.sim import warp
 
 __all__ = [
     "ENV",
@@ -59,6 +72,9 @@ __all__ = [
     "enable",
     "install",
     "is_enabled",
+    "labelled_site",
+    "memory_space",
+    "register",
 ]
 
 ENV = "WORKBOOK_SANITIZE"
@@ -120,6 +136,37 @@ def disabled():
 
 
 # ---------------------------------------------------------------------------
+# Plug-ins: detectors and clients
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A detector or client of the sanitizer: ``install()`` patches the simulator (it is
+    called once by :func:`install`); ``memory`` is the memory space it checks, if any."""
+
+    name: str
+    install: Callable[[], None]
+    memory: Memory | None = None
+
+
+_plugins: dict[str, Plugin] = {}
+
+
+def register(name: str, install_fn: Callable[[], None], memory: Memory | None = None) -> None:
+    """Plug a detector into the sanitizer under ``name`` (e.g. ``"shared"``): its
+    ``install_fn`` runs when the sanitizer is installed (now, if it already is)."""
+    _plugins[name] = Plugin(name, install_fn, memory)
+    if _installed():
+        install_fn()
+
+
+def memory_space(name: str) -> Memory | None:
+    """The memory space registered under ``name`` (``"shared"``, ``"global"``), if any."""
+    plugin = _plugins.get(name)
+    return None if plugin is None else plugin.memory
+
+
+# ---------------------------------------------------------------------------
 # Source locations
 
 
@@ -177,6 +224,25 @@ def caller_site(frame):
     return None
 
 
+_labelled: dict[tuple[int, str], int] = {}
+
+
+def labelled_site(site, label: str):
+    """``site`` with a note that messages print after it, e.g. which row of an ``ldmatrix``
+    a lane read: for accesses that one source line makes many of."""
+    if site is None:
+        return None
+    key = (site, label)
+    labelled = _labelled.get(key)
+    if labelled is None:
+        with _sites_lock:
+            labelled = _labelled.get(key)
+            if labelled is None:
+                _sites.append((*_sites[site][:2], label))
+                labelled = _labelled[key] = len(_sites) - 1
+    return labelled
+
+
 def frame_of(site):
     """The frame on the calling thread's stack that runs ``site``'s code, if any."""
     code = None if site is None else _sites[site][0]
@@ -198,10 +264,12 @@ def describe_site(site) -> str:
     """``file:line in function`` and the line's text, for a site from :func:`caller_site`."""
     if site is None:
         return "an unknown line"
-    code, offset = _sites[site]
+    code, offset, *label = _sites[site]
     line = line_of(code, offset)
     text = linecache.getline(code.co_filename, line).strip()
     where = f"{code.co_filename}:{line} in {code.co_name}"
+    if label:
+        where += f" ({label[0]})"
     return f"{where}\n        {text}" if text else where
 
 
@@ -602,10 +670,9 @@ _INSTALLED = "_workbook_sanitizer_installed"
 
 def install() -> None:
     """Attach the sanitizer to the simulator (idempotent); installs the warp intrinsics
-    (:mod:`workbook.sim.warp`) first, whose barrier counts it uses."""
+    (:mod:`workbook.sim.warp`) first, whose barrier counts it uses, then every detector
+    registered with :func:`register`."""
     from numba.cuda.simulator import kernel, kernelapi
-
-    from workbook.sim import global_races, shared_memory, warp
 
     if getattr(kernel.BlockThread, _INSTALLED, False):
         return
@@ -613,6 +680,11 @@ def install() -> None:
     _wrap_thread(kernel.BlockThread)
     _wrap_atomics(kernelapi.FakeCUDAAtomic)
     warp.add_sync_hook(_on_warp_sync)
-    shared_memory.install()
-    global_races.install()
     setattr(kernel.BlockThread, _INSTALLED, True)
+    _state["installed"] = True
+    for plugin in list(_plugins.values()):
+        plugin.install()
+
+
+def _installed() -> bool:
+    return _state.get("installed", False)

@@ -90,6 +90,21 @@ class _Shared(sanitizer.Memory):
         offset = sanitizer.element_offset(array.shape, array.strides, index)
         return _untouched(array, offset, _nd_getitem(array, index))
 
+    def access_bytes(self, thread, host: int, nbytes: int, kind: int, site) -> None:
+        """Check and log an access of ``thread`` to the ``nbytes`` bytes of shared memory at
+        host address ``host``, made by code the log does not see element by element (the
+        PTX emulation): one access per element of the shared array that they overlap."""
+        block = thread.__dict__.get(BLOCK)
+        array = None if block is None else _array_at(block, host)
+        if array is None:
+            return
+        first, itemsize = array._wb[3][0], array.itemsize
+        stop = -(-(host + nbytes - first) // itemsize)
+        for flat in range((host - first) // itemsize, stop):
+            index = np.unravel_index(flat, array.shape) if array.ndim > 1 else (flat,)
+            index = tuple(int(i) for i in index) if array.ndim > 1 else flat
+            access(thread, block, first + flat * itemsize, kind, site, SHARED, array, index)
+
 
 SHARED = _Shared()
 
@@ -148,6 +163,18 @@ class SharedArray(np.ndarray):
                            SHARED, self, index)
                 else:
                     _log(self, thread, block, index, WRITE)
+
+
+def _array_at(block, host: int):
+    """The shared array (a whole allocation) of ``block`` that holds host address ``host``."""
+    arrays = list(block.shared.values())
+    if block.dynamic is not None:
+        arrays.append(block.dynamic)
+    for array in arrays:
+        first, end = array._wb[3]
+        if first <= host < end:
+            return array
+    return None
 
 
 def _set_layout(array, address: int, span, decl) -> None:
@@ -315,3 +342,6 @@ def install() -> None:
 
     module.shared = property(shared, doc=plain.__doc__)
     module._workbook_sanitized = True
+
+
+sanitizer.register("shared", install, SHARED)

@@ -36,6 +36,12 @@ Active lanes
     the lanes waiting in the same ``activemask`` call: the lanes that would run
     it together on a GPU.
 
+Argument types
+    As the GPU compiler does, the shuffles and votes reject a mask or a shuffle's lane
+    or offset that is not an integer (a float, a bool), a vote's predicate that is a
+    float, and a shuffled value that is not a 32- or 64-bit int or float (a bool,
+    a float16, a tuple): :class:`WarpTypeError`, a ``TypeError`` with the compiler's words.
+
 Return types
     Shuffles return the source lane's value object unchanged. Masks are
     ``np.uint32`` (on a GPU ``ballot_sync`` and ``match_any_sync`` give an
@@ -53,8 +59,8 @@ import time
 
 import numpy as np
 
-__all__ = ["DEFAULT_TIMEOUT", "INTRINSICS", "TIMEOUT_ENV", "WarpCollectiveError", "collective",
-           "install"]
+__all__ = ["DEFAULT_TIMEOUT", "INTRINSICS", "TIMEOUT_ENV", "WarpCollectiveError", "WarpTypeError",
+           "collective", "install"]
 
 WARP_SIZE = 32
 FULL_MASK = 0xFFFFFFFF
@@ -66,6 +72,7 @@ _WARPS = "_workbook_warps"
 _BARRIERS = "_workbook_barriers"
 _state_lock = threading.Lock()
 _SYNC_HOOKS: list = []  # called as hook(warp, lanes) when lanes complete a collective together
+_UNORDERED: set = set()  # collectives that do not order memory (see collective())
 
 
 def add_sync_hook(hook) -> None:
@@ -77,6 +84,62 @@ def add_sync_hook(hook) -> None:
 
 class WarpCollectiveError(RuntimeError):
     """A warp collective was used in a way that hangs or is undefined on a GPU."""
+
+
+class WarpTypeError(TypeError):
+    """A warp intrinsic called with an argument type that the GPU compiler rejects."""
+
+
+# ---------------------------------------------------------------------------
+# Argument types, checked as numba-cuda's typing of the intrinsics does
+
+
+def _type_name(value) -> str:
+    """The numba type name of a simulated value: ``float64`` for a Python float."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and getattr(value, "ndim", 0) == 0:
+        return "bool" if dtype == np.bool_ else str(dtype)
+    return type(value).__name__
+
+
+def _is_integer(value) -> bool:
+    return type(value) is int or (isinstance(value, int | np.integer)
+                                  and not isinstance(value, bool | np.bool_))
+
+
+def _reject(op: str, problem: str, value, fix: str):
+    raise WarpTypeError(f"cuda.{op}(): {problem}. Got {_type_name(value)}. The GPU compiler "
+                        f"rejects this call (a TypingError): {fix}")
+
+
+def _check_mask(op: str, mask) -> None:
+    if not _is_integer(mask):
+        _reject(op, "Mask type must be an integer", mask, "pass an integer mask such as "
+                "0xFFFFFFFF")
+
+
+def _check_shuffle(op: str, mask, value, lane) -> None:
+    _check_mask(op, mask)
+    if type(value) not in (float, int, np.float32, np.float64, np.int32, np.int64) and (
+            isinstance(value, bool | np.bool_ | np.floating | np.complexfloating | complex)
+            or not isinstance(value, int | float | np.integer)):
+        _reject(op, "shfl_sync only supports 32- and 64-bit ints and floats", value,
+                "convert the value first, e.g. float32(x) or int32(flag)")
+    if not _is_integer(lane):
+        _reject(op, "the lane or offset must be an integer", lane, "pass an int")
+
+
+def _check_vote(op: str, mask, predicate) -> None:
+    _check_mask(op, mask)
+    if not (_is_integer(predicate) or isinstance(predicate, bool | np.bool_)):
+        _reject(op, "Predicate must be an integer or boolean", predicate,
+                "compare first, e.g. x > 0")
 
 
 # ---------------------------------------------------------------------------
@@ -252,8 +315,9 @@ def _complete_if_ready(warp: _Warp, arrival: _Arrival) -> None:
             return
         group[lane] = other
     results = _RESULTS[arrival.op](group, arrival.mask)
-    for hook in _SYNC_HOOKS:
-        hook(warp, tuple(group))
+    if arrival.op not in _UNORDERED:
+        for hook in _SYNC_HOOKS:
+            hook(warp, tuple(group))
     for lane, member in group.items():
         member.result = results[lane]
         member.done = True
@@ -334,7 +398,7 @@ def _collective(op: str, mask, value=None, arg=None):
     return arrival.result
 
 
-def collective(op: str, value, results, mask=FULL_MASK):
+def collective(op: str, value, results, mask=FULL_MASK, orders: bool = True):
     """Join the calling lane to the warp collective ``op``; return this lane's result.
 
     A hook for warp-wide instructions emulated elsewhere (see
@@ -342,8 +406,12 @@ def collective(op: str, value, results, mask=FULL_MASK):
     (each ``arrival.value`` is what that lane passed) and returns ``{lane: result}``;
     it runs once, in the last lane to arrive. Lanes join only lanes calling the same
     ``op`` (registered with its ``results`` on first use) with the same mask.
+    ``orders=False``: the op does not order the lanes' memory accesses (the sync hooks
+    are not told), as ``ldmatrix`` / ``stmatrix`` / ``mma`` on a GPU.
     """
     _RESULTS.setdefault(op, results)
+    if not orders:
+        _UNORDERED.add(op)
     return _collective(op, mask, value)
 
 
@@ -437,18 +505,22 @@ class _WarpIntrinsics:
 
     def shfl_sync(self, mask, value, src_lane):
         """Value of ``value`` in lane ``src_lane & 31``."""
+        _check_shuffle("shfl_sync", mask, value, src_lane)
         return _collective("shfl_sync", mask, value, src_lane)
 
     def shfl_up_sync(self, mask, value, delta):
         """Value of ``value`` in lane ``laneid - (delta & 31)``; the caller's own below 0."""
+        _check_shuffle("shfl_up_sync", mask, value, delta)
         return _collective("shfl_up_sync", mask, value, delta)
 
     def shfl_down_sync(self, mask, value, delta):
         """Value of ``value`` in lane ``laneid + (delta & 31)``; the caller's own above 31."""
+        _check_shuffle("shfl_down_sync", mask, value, delta)
         return _collective("shfl_down_sync", mask, value, delta)
 
     def shfl_xor_sync(self, mask, value, lane_mask):
         """Value of ``value`` in lane ``laneid ^ (lane_mask & 31)``."""
+        _check_shuffle("shfl_xor_sync", mask, value, lane_mask)
         return _collective("shfl_xor_sync", mask, value, lane_mask)
 
     def syncwarp(self, mask=FULL_MASK):
@@ -457,18 +529,22 @@ class _WarpIntrinsics:
 
     def ballot_sync(self, mask, predicate):
         """``np.uint32`` mask of the lanes in ``mask`` whose predicate is true."""
+        _check_vote("ballot_sync", mask, predicate)
         return _collective("ballot_sync", mask, predicate)
 
     def all_sync(self, mask, predicate):
         """True if the predicate is true in every lane of ``mask``."""
+        _check_vote("all_sync", mask, predicate)
         return _collective("all_sync", mask, predicate)
 
     def any_sync(self, mask, predicate):
         """True if the predicate is true in some lane of ``mask``."""
+        _check_vote("any_sync", mask, predicate)
         return _collective("any_sync", mask, predicate)
 
     def eq_sync(self, mask, predicate):
         """True if the predicate is true in all lanes of ``mask`` or in none."""
+        _check_vote("eq_sync", mask, predicate)
         return _collective("eq_sync", mask, predicate)
 
     def match_any_sync(self, mask, value):

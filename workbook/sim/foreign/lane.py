@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 
+from workbook.sim import sanitizer
 from workbook.sim.foreign.common import RET_BASE, RET_SIZE, ForeignEmulationError
 from workbook.sim.foreign.program import _Instruction, _Program
 from workbook.sim.foreign.values import _MEMORY, _from_float, _mask, _parse_immediate, _width
-from workbook.sim.foreign.window import _shared_bytes, _window
+from workbook.sim.foreign.window import _shared_bytes, _window, report_shared
 
 
 class _Failure:
     """A warp instruction's error, handed to every lane so that all of them raise it."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, error: type = ForeignEmulationError):
         self.message = message
+        self.error = error
 
 
 class _Lane:
@@ -29,6 +32,7 @@ class _Lane:
         self.ret = np.zeros(RET_SIZE, dtype=np.uint8)
         self.status: int | None = None
         self.ins: _Instruction | None = None
+        self._site = None
 
     # --- messages
     def where(self) -> str:
@@ -132,6 +136,18 @@ class _Lane:
         raise self.fail(
             f"generic address {address:#x} is not in a shared array, an array passed as a "
             "pointer or the return slot (on a GPU: an illegal address or wrong data)")
+
+    def site(self):
+        """The kernel's line that called the foreign function (for sanitizer messages)."""
+        if self._site is None:
+            self._site = sanitizer.caller_site(sys._getframe())
+        return self._site
+
+    def report(self, space: str, address: int, nbytes: int, kind: int) -> None:
+        """Tell the sanitizer about this lane's access if it is to shared memory."""
+        if space in ("shared", "", "global"):
+            report_shared(self.thread, self.site(), f"{self.ins.opcode}", kind, address,
+                          nbytes, generic=space != "shared")
 
     def memory(self, space: str, address: int, nbytes: int) -> tuple[np.ndarray, int]:
         if space == "shared":

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workbook import fragments
-from workbook.sim import warp
+from workbook.sim import sanitizer, warp
 from workbook.sim.foreign.common import ForeignEmulationError, _count
 from workbook.sim.foreign.lane import _Failure, _Lane, _space
 from workbook.sim.foreign.program import _Instruction
 from workbook.sim.foreign.values import _vector
-from workbook.sim.foreign.window import _shared_bytes, _window
+from workbook.sim.foreign.window import _shared_bytes, _window, report_shared
 
 
 def _matrix_count(ins: _Instruction, lane: _Lane) -> int:
@@ -33,6 +33,8 @@ class _MatrixRequest:
     address: int
     where: str
     values: tuple = field(default_factory=tuple)
+    thread: object = None  # the lane's simulated thread and the kernel line that called:
+    site: int | None = None  # where the sanitizer reports its shared-memory accesses
 
 
 def _row_rows(group, n: int, what: str, space: str):
@@ -75,6 +77,19 @@ def _full_warp(group, what: str):
         f"warp has only lanes {lanes[0]}..{lanes[-1]} (make the block a multiple of 32 threads)")
 
 
+def _report_rows(group, addresses, what: str, kind: int):
+    """Report each lane's row (16 bytes) to the sanitizer; a _Failure if it finds a bug."""
+    try:
+        for i, rows in enumerate(addresses):
+            for r, address in enumerate(rows):
+                request = group[8 * i + r].value
+                report_shared(request.thread, request.site, f"{what} row {r} of matrix {i}",
+                              kind, address, 16)
+    except sanitizer.SanitizerError as exc:
+        return _Failure(str(exc), type(exc))
+    return None
+
+
 def _record_wavefronts(kind: str, addresses) -> None:
     fronts = sum(fragments.wavefronts(rows) for rows in addresses)
     _count(kind, instructions=1, wavefronts=fronts, ideal=len(addresses),
@@ -87,6 +102,9 @@ def _ldmatrix_results(n: int, trans: bool, space: str):
         addresses = failure or _row_rows(group, n, "ldmatrix", space)
         if isinstance(addresses, _Failure):
             return dict.fromkeys(group, addresses)
+        failure = _report_rows(group, addresses, "ldmatrix", sanitizer.READ)
+        if failure:
+            return dict.fromkeys(group, failure)
         matrices = []
         for rows in addresses:
             data = []
@@ -107,6 +125,9 @@ def _stmatrix_results(n: int, trans: bool, space: str):
         addresses = failure or _row_rows(group, n, "stmatrix", space)
         if isinstance(addresses, _Failure):
             return dict.fromkeys(group, addresses)
+        failure = _report_rows(group, addresses, "stmatrix", sanitizer.WRITE)
+        if failure:
+            return dict.fromkeys(group, failure)
         regs = np.array([group[lane].value.values for lane in range(warp.WARP_SIZE)],
                         dtype=np.uint32)
         matrices = fragments.stmatrix(regs, trans)
@@ -135,9 +156,11 @@ def _mma_results(group, mask):
 
 def _warp_op(lane: _Lane, ins: _Instruction, value, results):
     op = f"{lane.program.name}#{ins.index}: {ins.opcode}"
-    result = warp.collective(op, value, results)
+    # Matrix instructions synchronise the warp but do not order memory: the lanes' shared-
+    # memory accesses before them still need a barrier (or cuda.syncwarp()).
+    result = warp.collective(op, value, results, orders=False)
     if isinstance(result, _Failure):
-        raise ForeignEmulationError(result.message)
+        raise result.error(result.message)
     return result
 
 
@@ -148,7 +171,7 @@ def _ldmatrix(lane: _Lane, ins: _Instruction) -> None:
         raise lane.fail(f"ldmatrix .x{n} writes {n} register(s), not {len(dests)}")
     space = _space(ins)
     _, address = lane.address(ins.operands[1])
-    request = _MatrixRequest(space, address, lane.where())
+    request = _MatrixRequest(space, address, lane.where(), (), lane.thread, lane.site())
     regs = _warp_op(lane, ins, request, _ldmatrix_results(n, "trans" in ins.quals, space))
     for dest, value in zip(dests, regs):
         lane.write(dest, value)
@@ -162,7 +185,7 @@ def _stmatrix(lane: _Lane, ins: _Instruction) -> None:
     space = _space(ins)
     _, address = lane.address(ins.operands[0])
     values = tuple(lane.read(s, "b32") for s in sources)
-    request = _MatrixRequest(space, address, lane.where(), values)
+    request = _MatrixRequest(space, address, lane.where(), values, lane.thread, lane.site())
     _warp_op(lane, ins, request, _stmatrix_results(n, "trans" in ins.quals, space))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from workbook.sim import sanitizer
 from workbook.sim.foreign.lane import _Lane, _space
 from workbook.sim.foreign.program import _Instruction
 from workbook.sim.foreign.values import _mask, _signed, _vector, _width
@@ -47,6 +48,7 @@ def _ld(lane: _Lane, ins: _Instruction) -> None:
         return
     nbytes = max(w // 8, 1)
     flat, offset = lane.memory(space, address, nbytes * len(dests))
+    lane.report(space, address, nbytes * len(dests), sanitizer.READ)
     for i, dest in enumerate(dests):
         raw = bytes(flat[offset + i * nbytes: offset + (i + 1) * nbytes])
         value = int.from_bytes(raw, "little")
@@ -66,6 +68,7 @@ def _st(lane: _Lane, ins: _Instruction) -> None:
         return
     nbytes = max(w // 8, 1)
     flat, offset = lane.memory(space, address, nbytes * len(values))
+    lane.report(space, address, nbytes * len(values), sanitizer.WRITE)
     for i, operand in enumerate(values):
         value = lane.read(operand, t)
         flat[offset + i * nbytes: offset + (i + 1) * nbytes] = np.frombuffer(

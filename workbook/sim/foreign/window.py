@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbook.sim import sanitizer
 from workbook.sim.foreign.common import WINDOW_ALIGN, ForeignEmulationError, _stats_lock
 
 
@@ -107,3 +108,23 @@ def _shared_bytes(address: int, nbytes: int, what: str) -> tuple[np.ndarray, int
             f"{what}: shared-space address {address:#x} is outside every shared array "
             f"(on a GPU: an illegal address or wrong data).{hint}")
     return region.flat, address - region.window
+
+
+def report_shared(thread, site, label: str, kind: int, address: int, nbytes: int,
+                  generic: bool = False) -> None:
+    """Report an access of ``thread`` to ``nbytes`` bytes of shared memory to the sanitizer
+    (racecheck, initcheck), as if the kernel's line ``site`` made it; ``address`` is a
+    shared-window address, or a generic (host) one if ``generic``. ``label`` tells the
+    access apart in messages (``"ldmatrix row 3 of matrix 0"``). Addresses outside shared
+    memory are not reported."""
+    shared = sanitizer.memory_space("shared")
+    if shared is None or thread.__dict__.get(sanitizer.BLOCK) is None:
+        return
+    window = _window()
+    region = window.by_host(address) if generic else window.by_window(address)
+    if region is None:
+        return
+    offset = address - (region.host if generic else region.window)
+    where = f"{label}: {nbytes} bytes at shared address {region.window + offset:#x}"
+    shared.access_bytes(thread, region.host + offset, nbytes, kind,
+                        sanitizer.labelled_site(site, where))
