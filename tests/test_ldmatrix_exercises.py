@@ -68,6 +68,29 @@ BUGGY = [
                  "bank conflicts", marks=SIM),
     ("swizzle", "swizzled store, plain load", "tile[row, swizzle(row, col):]", "tile[row, col:]",
      "differ"),
+    # The emulated PTX reports its shared-memory accesses to racecheck: a tile written by the
+    # lanes and read by ldmatrix (or written by stmatrix and read by the lanes) needs a barrier.
+    *(pytest.param(exercise, f"no barrier before the {what}", old, new, "racecheck: data race",
+                   marks=SIM) for exercise, what, old, new in [
+        ("x1", "ldmatrix", "    cuda.syncthreads()\n    out[lane] = ldmatrix_x1",
+         "    out[lane] = ldmatrix_x1"),
+        ("x4", "ldmatrix", "    cuda.syncthreads()\n    r0, r1, r2, r3 = ldmatrix_x4(tile[",
+         "    r0, r1, r2, r3 = ldmatrix_x4(tile["),
+        ("trans", "ldmatrix", "    cuda.syncthreads()\n    r0, r1 = ldmatrix_x2_trans",
+         "    r0, r1 = ldmatrix_x2_trans"),
+        ("stmatrix", "reads of what stmatrix wrote",
+         "frags[lane, 2], frags[lane, 3])\n    cuda.syncthreads()\n",
+         "frags[lane, 2], frags[lane, 3])\n"),
+        ("stmatrix", "round trip's ldmatrix",
+         "    cuda.syncthreads()\n    r0, r1, r2, r3 = ldmatrix_x4(src",
+         "    r0, r1, r2, r3 = ldmatrix_x4(src"),
+        ("mma", "ldmatrix", "    cuda.syncthreads()\n    a0, a1, a2, a3 = ldmatrix_x4",
+         "    a0, a1, a2, a3 = ldmatrix_x4"),
+        ("gemm", "ldmatrix", "        cuda.syncthreads()\n        for kk", "        for kk"),
+        ("gemm", "next tile overwrites what ldmatrix reads",
+         "d4, d5, d6, d7)\n        cuda.syncthreads()\n", "d4, d5, d6, d7)\n"),
+        ("swizzle", "ldmatrix", "    cuda.syncthreads()\n    row = lane % 16", "    row = lane % 16"),
+    ]),
 ]
 
 

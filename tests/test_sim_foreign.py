@@ -12,6 +12,7 @@ import pytest
 import workbook
 from workbook import fragments as F
 from workbook import ptx
+from workbook.sim.sanitizer import RaceError, UninitializedReadError
 
 # isort: split
 from numba import cuda, float32, uint16, uint32
@@ -250,6 +251,7 @@ extern "C" __device__ int no_cvta(unsigned int* r, unsigned short* p)
     return 0;
 }""", "no_cvta", "uint32(CPointer(uint16))")
 LD1 = globals()["ld_x1"]
+ST1 = globals()["st_x1"]
 ADDRESS = _declare(r"""
 extern "C" __device__ int address_of(unsigned int* r, unsigned short* p)
 {
@@ -512,3 +514,88 @@ def test_count_sass():
 def test_compile_error_has_the_log():
     with pytest.raises(ptx.CompileError, match="identifier"):
         ptx.compile_ptx('extern "C" __device__ int f(unsigned int* r) { *r = y; return 0; }')
+
+
+# --- the sanitizer sees the emulated instructions' shared-memory accesses -------------------
+
+NO_ORDER, SYNCWARP, SYNCTHREADS = 0, 1, 2
+
+
+@cuda.jit
+def ld1_after_writes(matrix, out, order):
+    """Every thread writes one element of the tile, then each warp loads it with ldmatrix."""
+    tile = cuda.shared.array((8, 8), uint16, alignment=16)
+    t = cuda.threadIdx.x
+    for e in range(t, 64, cuda.blockDim.x):
+        tile[e // 8, e % 8] = matrix[e // 8, e % 8]
+    if order == SYNCWARP:
+        cuda.syncwarp()
+    elif order == SYNCTHREADS:
+        cuda.syncthreads()
+    out[t] = LD1(tile[t % 8, :].ctypes)
+
+
+@cuda.jit
+def st1_then_reads(regs, out, order):
+    tile = cuda.shared.array((8, 8), uint16, alignment=16)
+    lane = cuda.threadIdx.x
+    ST1(tile[lane % 8, :].ctypes, regs[lane])
+    if order == SYNCWARP:
+        cuda.syncwarp()
+    elif order == SYNCTHREADS:
+        cuda.syncthreads()
+    out[lane] = tile[7 - lane // 8, lane % 8]
+
+
+def _ld1_case(threads, order):
+    matrix = np.arange(64, dtype=np.uint16).reshape(8, 8)
+    out = np.zeros(threads, np.uint32)
+    ld1_after_writes[1, threads](matrix, out, order)
+    return out
+
+
+@sim_only
+@pytest.mark.parametrize("threads", [32, 64])
+def test_ldmatrix_after_writes_without_a_barrier_is_a_race(threads):
+    with pytest.raises(RaceError) as info:
+        _ld1_case(threads, NO_ORDER)
+    message = str(info.value)
+    assert "racecheck: data race on shared memory tile[" in message
+    assert "(ldmatrix row " in message and "16 bytes at shared address 0x" in message
+    assert "missing cuda.syncthreads()?" in message
+
+
+@sim_only
+def test_syncwarp_orders_the_lanes_of_one_warp_only_for_ldmatrix():
+    _ld1_case(32, SYNCWARP)  # one warp: syncwarp is enough
+    with pytest.raises(RaceError, match="warp 1"):
+        _ld1_case(64, SYNCWARP)  # warp 1 wrote rows that warp 0's ldmatrix reads
+
+
+@pytest.mark.parametrize("threads", [32, 64])
+def test_ldmatrix_after_a_barrier_is_clean(threads):
+    out = _ld1_case(threads, SYNCTHREADS)
+    matrix = np.arange(64, dtype=np.uint16).reshape(8, 8)
+    assert (out.reshape(-1, 32) == F.ldmatrix([matrix], False)[:, 0]).all()
+
+
+@sim_only
+def test_reads_of_what_stmatrix_wrote_need_an_order():
+    regs = np.arange(32, dtype=np.uint32) * 0x10001
+    with pytest.raises(RaceError, match=r"stmatrix row \d of matrix 0"):
+        st1_then_reads[1, 32](regs, np.zeros(32, np.uint16), NO_ORDER)
+    for order in (SYNCWARP, SYNCTHREADS):
+        st1_then_reads[1, 32](regs, np.zeros(32, np.uint16), order)
+
+
+@sim_only
+def test_ldmatrix_of_unwritten_shared_memory_is_an_initcheck_error():
+    with pytest.raises(UninitializedReadError, match=r"ldmatrix row \d of matrix 0"):
+        ld1_unwritten[1, 32](np.zeros(32, np.uint32))
+
+
+@cuda.jit
+def ld1_unwritten(out):
+    tile = cuda.shared.array((8, 8), uint16, alignment=16)
+    lane = cuda.threadIdx.x
+    out[lane] = LD1(tile[lane % 8, :].ctypes)
