@@ -10,6 +10,8 @@ collectives or atomics run clean.
 
 import os
 import stat
+import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -690,3 +692,94 @@ def test_compute_sanitizer_catches_a_missing_barrier():
             cell["source"] = cell["source"].replace("        cuda.syncthreads()\n", "")
     finding = gpu_sanitizer.run_tool(tool, "racecheck", exercise, cells, 600)
     assert finding.errors, finding.message()
+
+
+# ---------------------------------------------------------------------------
+# Warp-shuffle block reduction: a shuffle orders the lanes of one warp only
+
+
+@cuda.jit(device=True)
+def _warp_total(value):
+    """Sum over the lanes of the caller's warp, which may be the block's partial last warp."""
+    lane = cuda.threadIdx.x % 32
+    width = min(32, cuda.blockDim.x - (cuda.threadIdx.x - lane))
+    mask = FULL >> (32 - width)
+    for offset in (16, 8, 4, 2, 1):
+        other = cuda.shfl_down_sync(mask, value, offset)
+        if lane + offset < width:
+            value += other
+    return value
+
+
+@cuda.jit
+def shuffle_block_sum(x, out, barrier):
+    """Each warp sums with shuffles, lane 0 stores its warp's total, warp 0 sums the totals."""
+    totals = cuda.shared.array(32, float32)
+    t = cuda.threadIdx.x
+    value = _warp_total(x[t] if t < x.shape[0] else float32(0))
+    if t % 32 == 0:
+        totals[t // 32] = value
+    if barrier:
+        cuda.syncthreads()
+    if t < 32:
+        warps = (cuda.blockDim.x + 31) // 32
+        value = _warp_total(totals[t] if t < warps else float32(0))
+        if t == 0:
+            out[0] = value
+
+
+@cuda.jit
+def shuffle_block_sum_syncwarp(x, out, barrier):
+    """Totals read by every lane of warp 0 after a syncwarp (which orders warp 0's lanes,
+    not the other warps' writes)."""
+    totals = cuda.shared.array(32, float32)
+    t = cuda.threadIdx.x
+    value = _warp_total(x[t] if t < x.shape[0] else float32(0))
+    if t % 32 == 0:
+        totals[t // 32] = value
+    cuda.syncwarp()
+    if barrier:
+        cuda.syncthreads()
+    if t < 32:
+        value = float32(0)
+        for w in range((cuda.blockDim.x + 31) // 32):
+            value += totals[w]
+        if t == 0:
+            out[0] = value
+
+
+BLOCK_SIZES = [32, 64, 100, 256, 1024]  # 100: a partial last warp
+
+
+def _wait_for_aborted_threads(running: int, timeout: float = 30.0) -> None:
+    """After a failed launch the simulator returns before the block's other threads have
+    stopped; let them stop, or they run on into the next test's launch."""
+    deadline = time.monotonic() + timeout
+    while threading.active_count() > running and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@SIM
+@pytest.mark.parametrize("kernel", [shuffle_block_sum, shuffle_block_sum_syncwarp])
+@pytest.mark.parametrize("threads", BLOCK_SIZES)
+def test_warp_totals_read_by_another_warp_need_a_barrier(kernel, threads):
+    x = np.ones(threads, np.float32)
+    out = np.zeros(1, np.float32)
+    if threads == 32:  # one warp: shuffles and syncwarp order its lanes; no barrier needed
+        launch(kernel, 1, threads, x, out, False)
+        assert out[0] == threads
+        return
+    running = threading.active_count()
+    message = fails(kernel, 1, threads, x, out, False, error=RaceError)
+    _wait_for_aborted_threads(running)
+    assert "data race on shared memory totals[" in message
+    assert "(warp 0, lane " in message and "missing cuda.syncthreads()?" in message
+
+
+@pytest.mark.parametrize("kernel", [shuffle_block_sum, shuffle_block_sum_syncwarp])
+@pytest.mark.parametrize("threads", BLOCK_SIZES)
+def test_warp_totals_after_a_barrier_are_clean(kernel, threads):
+    x = np.arange(threads, dtype=np.float32) % 7
+    out = np.zeros(1, np.float32)
+    launch(kernel, 1, threads, x, out, True)
+    assert out[0] == x.sum()
