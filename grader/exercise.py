@@ -13,6 +13,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,15 @@ from typing import Any
 import numpy as np
 
 from grader.metric_rules import MetricRule
-from grader.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, CaseResult, ExerciseResult
+from grader.results import (
+    ERROR,
+    FAILED,
+    NOT_IMPLEMENTED,
+    PASSED,
+    TIMEOUT,
+    CaseResult,
+    ExerciseResult,
+)
 from grader.stubs import is_stub
 
 
@@ -156,16 +165,20 @@ QUIET = (".*will likely result in GPU under-utilization", ".*Host array used in 
 
 
 def _run_case(exercise, namespace, mode, case, seed) -> CaseResult:
+    from workbook.sim.watchdog import KernelTimeout  # imports workbook: it picks the mode
+
     rng = np.random.default_rng(seed)
     inputs = exercise.make_inputs(rng, case)
     expected = exercise.reference(inputs)
     name = case.name()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), case_time_limit(case, mode) as seconds:
             for message in QUIET:  # numba's hints about the deliberately tiny test launches
                 warnings.filterwarnings("ignore", message=message)
             got = exercise.run(namespace, inputs, mode)
-        exercise.verify(got, expected, inputs, mode)
+            exercise.verify(got, expected, inputs, mode)
+    except KernelTimeout as exc:
+        return _case(name, TIMEOUT, describe_timeout(exercise, name, seconds, exc), seed)
     except NotImplementedError as exc:
         return _case(name, NOT_IMPLEMENTED, f"not implemented ({exc})", seed)
     except Mismatch as exc:
@@ -173,6 +186,37 @@ def _run_case(exercise, namespace, mode, case, seed) -> CaseResult:
     except Exception as exc:  # student code may raise anything
         return _case(name, ERROR, describe_exception(exc), seed)
     return _case(name, PASSED, "", seed)
+
+
+SIZE_PER_BOUND = 1 << 16  # elements a case may have before its time limit grows with it
+
+
+@contextmanager
+def case_time_limit(case: Case, mode: str):
+    """Bound a case in the simulator (``WORKBOOK_CHECK_TIMEOUT`` seconds, more for large
+    cases); yields the bound. On a GPU a kernel cannot be stopped from this process: the
+    grader's per-exercise process timeout bounds it there."""
+    from workbook.sim.watchdog import check_timeout, time_limit
+
+    if mode != "sim":
+        yield None
+        return
+    seconds = check_timeout() * max(1.0, case.size / SIZE_PER_BOUND)
+    with time_limit(seconds):
+        yield seconds
+
+
+def describe_timeout(exercise: Exercise, case_name: str, seconds: float, exc) -> str:
+    """Which exercise and case hung, what the simulated threads were doing, what to try."""
+    from workbook.sim.watchdog import TIMEOUT_ENV
+
+    head = (f"{exercise.id} did not finish case {case_name} within {seconds:g} s "
+            f"({TIMEOUT_ENV}); it was stopped.")
+    if exc.diagnosis:
+        return f"{head}\n{exc.diagnosis}"
+    return (f"{head}\nno kernel was running: the host code did not finish (a host loop such "
+            f"as `while changed:` whose condition never becomes false?)\n"
+            f"{describe_exception(exc)}")
 
 
 def _case(name, status, message, seed) -> CaseResult:

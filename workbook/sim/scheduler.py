@@ -8,6 +8,10 @@ wait for the poller's time slice. On a two-core machine one 64-thread kernel too
 2-3 minutes this way instead of a few seconds. The replacement below keeps the
 semantics (release a barrier once every live thread waits at it; abort the block
 and re-raise the first exception) and sleeps briefly between polls.
+
+A check's time limit (:class:`~workbook.sim.watchdog.KernelTimeout`) or an interrupt
+arriving while a block runs stops the block's threads before it propagates, so that
+the next launch starts clean; a timeout carries what each thread was doing.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
+from workbook.sim.watchdog import KernelTimeout, describe_block, stop_threads
 
 POLL_S = 2e-4  # between two polls of the block's threads: hands the GIL to them
 
@@ -29,8 +35,19 @@ def _run_block(manager, grid_point, *args) -> None:
 
     threads = [BlockThread(target, manager, grid_point, block_point, manager._debug)
                for block_point in np.ndindex(*manager._block_dim)]
-    for thread in threads:
-        thread.start()
+    barriers = [0]  # releases of cuda.syncthreads() so far
+    try:
+        for thread in threads:
+            thread.start()
+        _wait_for_block(threads, barriers)
+    except (KernelTimeout, KeyboardInterrupt) as stop:  # a check's time limit, the stop button
+        if isinstance(stop, KernelTimeout):
+            stop.diagnosis = describe_block(threads, barriers[0])
+        stop_threads([t for t in threads if t.ident is not None])
+        raise
+
+
+def _wait_for_block(threads, barriers: list[int]) -> None:
     live = set(threads)
     while live:
         failed = next((t for t in live if t.exception), None)
@@ -41,6 +58,7 @@ def _run_block(manager, grid_point, *args) -> None:
                 other.syncthreads_event.set()
             raise failed.exception[0].with_traceback(failed.exception[1])
         if all(t.syncthreads_blocked for t in live):
+            barriers[0] += 1
             for thread in live:
                 thread.syncthreads_blocked = False
                 thread.syncthreads_event.set()

@@ -1,0 +1,199 @@
+"""Bound and interrupt simulated kernels.
+
+A check runs each test case under :func:`time_limit`: when the limit passes, a
+:class:`KernelTimeout` is raised in the checking thread. If a simulated block is
+running then, the block scheduler (:mod:`workbook.sim.scheduler`) catches it,
+records what every simulated thread is doing (:func:`describe_block`), stops the
+threads (:func:`stop_threads`) and lets the timeout propagate with that diagnosis.
+A ``KeyboardInterrupt`` (Jupyter's stop button) stops the threads the same way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import linecache
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+TIMEOUT_ENV = "WORKBOOK_CHECK_TIMEOUT"
+DEFAULT_TIMEOUT = 20.0
+STOP_WAIT_S = 3.0  # how long stopped threads get to end
+
+_LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, str(Path(__file__).parents[1]),
+                       os.path.dirname(threading.__file__)})
+
+
+class KernelTimeout(BaseException):
+    """A check ran past its time limit (a BaseException: student code cannot catch it)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.diagnosis = ""  # what the simulated threads were doing, set by the scheduler
+
+
+class KernelStopped(Exception):
+    """Raised inside a simulated thread to end it (timeout or interrupt)."""
+
+
+def check_timeout() -> float:
+    """Seconds a check case may run in the simulator (``WORKBOOK_CHECK_TIMEOUT``)."""
+    text = os.environ.get(TIMEOUT_ENV) or str(DEFAULT_TIMEOUT)
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ValueError(f"{TIMEOUT_ENV}={text!r} is not a number of seconds") from None
+    if seconds <= 0:
+        raise ValueError(f"{TIMEOUT_ENV}={text!r} must be a positive number of seconds")
+    return seconds
+
+
+def _raise_in(thread_id: int, exc_type: type[BaseException] | None) -> None:
+    """Raise ``exc_type`` in the thread ``thread_id`` at its next bytecode (None: cancel)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc_type) if exc_type else None)
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`KernelTimeout` in this thread if the block runs past ``seconds``."""
+    target = threading.get_ident()
+    lock = threading.Lock()
+    state = {"done": False, "fired": False}
+
+    def expire():
+        with lock:
+            if not state["done"]:
+                state["fired"] = True
+                _raise_in(target, KernelTimeout)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["done"] = True
+            timer.cancel()
+            if state["fired"]:
+                _raise_in(target, None)  # a timeout not yet delivered must not leak out
+
+
+def stop_threads(threads: Sequence[threading.Thread]) -> list[threading.Thread]:
+    """End simulated threads: release their waits, raise :class:`KernelStopped` in them.
+
+    Returns the threads still alive after :data:`STOP_WAIT_S` seconds (normally none).
+    """
+    for thread in threads:
+        thread.abort = True
+        thread.syncthreads_blocked = False
+        thread.syncthreads_event.set()
+    start = time.monotonic()
+    live = [t for t in threads if t.is_alive()]
+    last_raise = -1.0
+    while live and time.monotonic() - start < STOP_WAIT_S:
+        if time.monotonic() - last_raise > 0.5:  # again for a thread that was in C code
+            last_raise = time.monotonic()
+            for thread in live:
+                if thread.exception is None and thread.ident is not None:
+                    _raise_in(thread.ident, KernelStopped)
+        time.sleep(0.02)
+        live = [t for t in live if t.is_alive()]
+    return live
+
+
+def _student_frame(frame):
+    """The innermost frame of the student's code (a kernel or device function)."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<") or not name.startswith(_LIBRARY_DIRS):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _warp_wait(frame) -> str | None:
+    """The warp collective a thread waits in, if any."""
+    while frame is not None:
+        if frame.f_code.co_name == "_wait" and frame.f_code.co_filename.endswith("warp.py"):
+            arrival = frame.f_locals.get("arrival")
+            return getattr(arrival, "op", "a warp collective")
+        frame = frame.f_back
+    return None
+
+
+def _thread_state(thread, frame) -> tuple[str, str]:
+    """(what the thread does, where) for one simulated thread."""
+    student = _student_frame(frame)
+    where = ""
+    if student is not None:
+        line = linecache.getline(student.f_code.co_filename, student.f_lineno).strip()
+        where = f"{student.f_code.co_filename} line {student.f_lineno}" + (
+            f": {line}" if line else "")
+    if not thread.is_alive():
+        return "exited", ""
+    if thread.syncthreads_blocked:
+        return "waiting at cuda.syncthreads()", where
+    op = _warp_wait(frame)
+    if op:
+        return f"waiting in {op}", where
+    return "running", where
+
+
+def _ranges(ids: list[int]) -> str:
+    ids = sorted(ids)
+    parts, start = [], ids[0]
+    for prev, cur in zip(ids, [*ids[1:], None]):
+        if cur != prev + 1:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = cur
+    return ", ".join(parts)
+
+
+def describe_block(threads: Sequence[threading.Thread], barriers: int = 0) -> str:
+    """What each simulated thread of a block is doing, grouped, with the likely causes.
+
+    ``barriers``: how many times the block has passed ``cuda.syncthreads()`` so far.
+    """
+    frames = sys._current_frames()
+    groups: dict[tuple[str, str], list[int]] = {}
+    for thread in threads:
+        state = _thread_state(thread, frames.get(thread.ident))
+        groups.setdefault(state, []).append(thread.thread_id)
+    block = tuple(threads[0].blockIdx) if threads else ()
+    lines = [f"what the simulated threads of block {block} were doing ({len(threads)} threads, "
+             f"{barriers} barriers passed; threads by linear index):"]
+    for (state, where), ids in sorted(groups.items(), key=lambda kv: min(kv[1])):
+        at = f" at {where}" if where else ""
+        lines.append(f"  threads {_ranges(ids)}: {state}{at}")
+    states = {state for state, _ in groups}
+    causes = _causes(states, looping=barriers > LOOPING_BARRIERS)
+    return "\n".join([*lines, "likely causes:", *("  - " + c for c in causes)])
+
+
+LOOPING_BARRIERS = 1000  # more barriers than any tree over a block: the threads loop
+
+
+def _causes(states: set[str], looping: bool) -> list[str]:
+    causes = []
+    waiting = {s for s in states if s.startswith("waiting")}
+    if "running" in states or looping:
+        causes.append("a loop whose exit condition never becomes true: a stride, step or "
+                      "index that is never updated (e.g. a forgotten `stride *= 2`), or "
+                      "updated by only some threads")
+    if waiting and (states - waiting - {"exited"} or "exited" in states) and not looping:
+        causes.append("threads wait at a barrier or warp collective that the others never "
+                      "reach: a cuda.syncthreads() or *_sync call inside a branch or loop "
+                      "that not every thread runs the same number of times")
+    causes.append(f"if the kernel is merely slow in the simulator, set {TIMEOUT_ENV} to a "
+                  f"larger number of seconds")
+    return causes
+
+
+__all__ = ["DEFAULT_TIMEOUT", "KernelStopped", "KernelTimeout", "TIMEOUT_ENV", "check_timeout",
+           "describe_block", "stop_threads", "time_limit"]
