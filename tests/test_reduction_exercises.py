@@ -91,6 +91,16 @@ BUGGY = [
                  "acc = warp_totals[lane] if lane < warps else float32(0.0)",
                  "acc = warp_totals[lane]", "read of uninitialised shared memory warp_totals[",
                  marks=RACE),
+    # A shuffle orders the lanes of one warp only: the warp totals that lane 0 of each warp
+    # writes and warp 0 reads need a barrier (caught in blocks of several warps).
+    pytest.param("shuffle", "no barrier between warp totals and their reads",
+                 "        warp_totals[warp] = acc\n    cuda.syncthreads()\n",
+                 "        warp_totals[warp] = acc\n", "data race on shared memory warp_totals[",
+                 marks=RACE),
+    pytest.param("generic", "no barrier between warp values and their reads",
+                 "        warp_indices[warp] = index\n        cuda.syncthreads()\n",
+                 "        warp_indices[warp] = index\n",
+                 "data race on shared memory warp_", marks=RACE),
     pytest.param("generic", "non-atomic cross-block write", "out_values[cuda.blockIdx.x] = value",
                  "out_values[0] = value", "data race on out_values[0]", marks=RACE),
     pytest.param("generic", "reads every lane's warp value",

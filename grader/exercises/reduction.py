@@ -19,6 +19,33 @@ from grader.verify import expect_exact, expect_sum, expect_unchanged
 LESSON = "02_reduction"
 THREADS = {"sim": 32, "gpu": 256}  # threads per block for the multi-block exercises
 GRIDS = {"sim": (1, 3), "gpu": (1, 7, 264)}  # grids the grid-stride exercises must handle
+# Blocks of the warp-shuffle exercises in the simulator: one warp, and several warps (lane 0
+# of each writes its total, another warp reads them: a missing barrier is a race there only).
+SIM_SHUFFLE_BLOCKS = (32, 96)
+
+
+def _launch_note(**params: int) -> str:
+    """A case note naming its launch parameters, e.g. ``"grid 3, block 96"``."""
+    return ", ".join(f"{name} {value}" for name, value in params.items())
+
+
+def _launch_param(case_or_note, name: str, default: int) -> int:
+    """A launch parameter from a case's note (see :func:`_launch_note`), else ``default``."""
+    note = getattr(case_or_note, "note", case_or_note)
+    for part in note.split(", "):
+        key, _, value = part.partition(" ")
+        if key == name:
+            return int(value)
+    return default
+
+
+def _around_multiples(step: int, limit: int) -> tuple[int, ...]:
+    """Sizes just below and above the multiples of ``step`` up to ``limit`` (and 1): where
+    index arithmetic with that step goes wrong."""
+    sizes = {1}
+    for k in range(step, limit + 1, step):
+        sizes.update((k - 1, k + 1))
+    return tuple(sorted(sizes))
 
 
 def make_values(rng: np.random.Generator, case: Case) -> dict:
@@ -120,30 +147,38 @@ def _verify_coarsened(got, expected, inputs, mode):
 # --- exercise 6: warp shuffles + grid-stride loop ---------------------------------------------
 
 def _grid_stride_cases():
-    sim = tuple(Case(n, k, note=f"grid {g}") for n in (1, 33, 100, 1000)
-                for k, g in (("integers", 1), ("uniform", 3)))
-    gpu = tuple(Case(n, k, note=f"grid {g}") for n in (1, 33, 1000, 1 << 20, 12_345_679)
+    # simulator: sizes around the multiples of the threads of one launch (grid * block),
+    # from each launch's own parameters, and one size that makes every thread loop
+    sim = tuple(Case(n, k, note=_launch_note(grid=g, block=b))
+                for (k, g), b in zip((("integers", 1), ("uniform", 3)), SIM_SHUFFLE_BLOCKS)
+                for n in (*_around_multiples(g * b, g * b), 1000))
+    gpu = tuple(Case(n, k, note=_launch_note(grid=g)) for n in (1, 33, 1000, 1 << 20, 12_345_679)
                 for k, g in (("integers", 1), ("uniform", 7), ("normal", 264)))
     return {"sim": sim, "gpu": gpu}
 
 
 def _make_with_grid(rng, case):
     inputs = make_values(rng, case)
-    inputs["grid"] = int(case.note.split()[-1])
+    inputs["grid"] = _launch_param(case, "grid", 1)
+    inputs["block"] = _launch_param(case, "block", 0)  # 0: THREADS[mode]
     return inputs
+
+
+def _threads(inputs, mode) -> int:
+    return inputs.get("block") or THREADS[mode]
 
 
 def _run_warp_shuffle(ns, inputs, mode):
     x = inputs["x"]
     out = L.output(1, 0, np.float32)
-    L.launch(ns["shuffle_sum_kernel"], inputs["grid"], THREADS[mode], L.guarded_input(x), out,
-             x.size)
+    L.launch(ns["shuffle_sum_kernel"], inputs["grid"], _threads(inputs, mode),
+             L.guarded_input(x), out, x.size)
     return out.copy_to_host()[0]
 
 
 def _verify_grid_stride(got, expected, inputs, mode):
     # Each thread accumulates n / (grid * block) elements in sequence before the tree.
-    per_thread = L.blocks_for(inputs["x"].size, inputs["grid"] * THREADS[mode])
+    per_thread = L.blocks_for(inputs["x"].size, inputs["grid"] * _threads(inputs, mode))
     expect_sum(got, inputs["x"], sequential_terms=per_thread + inputs["grid"])
 
 
@@ -192,16 +227,23 @@ GENERIC_KINDS = {
 
 
 def _generic_cases():
-    def cases(sizes):
-        return tuple(Case(n, kind, note=f"op {op}")
+    def cases(sizes, block=None):
+        extra = {} if block is None else {"block": block}
+        return tuple(Case(n, kind, note=_launch_note(op=op, **extra))
                      for op, kinds in GENERIC_KINDS.items() for kind in kinds for n in sizes)
 
-    return {"sim": cases((1, 40, 300)), "gpu": cases((1, 1000, 1 << 20, 12_345_679))}
+    # simulator: one-warp blocks, and blocks of several warps with a size just above the
+    # threads of the first launch's grid (its last thread loops once more, ending mid-warp)
+    grid = GRIDS["sim"][-1]
+    several = SIM_SHUFFLE_BLOCKS[-1]
+    sim = cases((1, 40)) + cases((grid * several + 1,), several)
+    return {"sim": sim, "gpu": cases((1, 1000, 1 << 20, 12_345_679))}
 
 
 def _make_generic(rng, case):
     inputs = make_values(rng, case)
-    inputs["op"] = case.note.split()[-1]
+    inputs["op"] = case.note.split(", ")[0].split()[-1]
+    inputs["block"] = _launch_param(case, "block", 0)  # 0: THREADS[mode]
     return inputs
 
 
@@ -213,7 +255,7 @@ def _kernel_for(factory, op):
 def _run_generic(ns, inputs, mode):
     x, op = inputs["x"], inputs["op"]
     kernel = _kernel_for(ns["make_reduce_kernel"], op)
-    tpb = THREADS[mode]
+    tpb = _threads(inputs, mode)
     grid = GRIDS[mode][-1]
     identity = np.float32(IDENTITY[op])
     part_v = L.output(grid, np.nan, np.float32, "out_values")
@@ -243,7 +285,7 @@ def _verify_generic(got, expected, inputs, mode):
     op = inputs["op"]
     if op == "sum":
         grid = GRIDS[mode][-1]
-        per_thread = L.blocks_for(inputs["x"].size, grid * THREADS[mode])
+        per_thread = L.blocks_for(inputs["x"].size, grid * _threads(inputs, mode))
         expect_sum(value, inputs["x"], sequential_terms=per_thread + grid)
         return
     expect_exact(np.float32(value), np.float32(want_value), f"{op} value")
