@@ -5,7 +5,14 @@ when there is one, the simulator otherwise). Markers:
 
 * ``gpu`` -- needs a real GPU; skipped, with the reason, in simulator mode.
 * ``sim_only`` -- exercises a simulator feature; skipped on a real GPU.
+* ``gpu_alone`` -- profiles with ncu: on a GPU it waits until no other test (in any
+  pytest-xdist worker) uses the GPU, and holds the others off while it runs, so that
+  the counters and timings it compares are not disturbed.
 """
+
+import fcntl
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +22,25 @@ import workbook
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "sim_only: exercises the CUDA simulator only")
+    config.addinivalue_line("markers", "gpu_alone: needs the GPU to itself (ncu)")
+
+
+GPU_LOCK = Path(tempfile.gettempdir()) / "workbook-tests-gpu.lock"
+
+
+@pytest.fixture(autouse=True)
+def gpu_share(request):
+    """On a GPU: a shared lock for every test, an exclusive one for ``gpu_alone`` tests."""
+    if workbook.MODE != "gpu":
+        yield
+        return
+    alone = request.node.get_closest_marker("gpu_alone") is not None
+    with open(GPU_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def pytest_collection_modifyitems(config, items):
