@@ -89,7 +89,8 @@ BUGGY = [
         ("gemm", "ldmatrix", "        cuda.syncthreads()\n        for kk", "        for kk"),
         ("gemm", "next tile overwrites what ldmatrix reads",
          "d4, d5, d6, d7)\n        cuda.syncthreads()\n", "d4, d5, d6, d7)\n"),
-        ("swizzle", "ldmatrix", "    cuda.syncthreads()\n    row = lane % 16", "    row = lane % 16"),
+        ("swizzle", "ldmatrix", "    cuda.syncthreads()\n    row = lane % 16",
+         "    row = lane % 16"),
     ]),
 ]
 
