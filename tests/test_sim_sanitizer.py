@@ -128,6 +128,26 @@ def dynamic_first_block_only(out):
 
 
 @cuda.jit
+def local_skipped_load(x, out):
+    vals = cuda.local.array(4, float32)
+    t = cuda.threadIdx.x
+    for k in range(4):
+        if t * 4 + k < x.size:
+            vals[k] = x[t * 4 + k]
+    acc = float32(0.0)
+    for k in range(4):
+        acc += vals[k]  # the elements past the end were never loaded, yet are added
+    out[t] = acc
+
+
+@cuda.jit
+def local_index_not_written(out):
+    best = cuda.local.array(2, int32)
+    best[0] = cuda.threadIdx.x
+    out[cuda.threadIdx.x] = best[1]  # nobody wrote best[1]
+
+
+@cuda.jit
 def divergent_barrier(out):
     t = cuda.threadIdx.x
     if t < 16:
@@ -200,6 +220,18 @@ def own_elements_only(out):
     for k in range(len(buf)):
         acc += buf[k, t] * 2
     out[t] = acc + buf.size + buf[0, t:t + 1].size
+
+
+@cuda.jit
+def local_guarded_load(x, out):
+    vals = cuda.local.array(4, float32)
+    t = cuda.threadIdx.x
+    for k in range(4):
+        vals[k] = x[t * 4 + k] if t * 4 + k < x.size else float32(0.0)
+    acc = float32(0.0)
+    for k in range(4):
+        acc += vals[k]
+    out[t] = acc
 
 
 @cuda.jit
@@ -386,6 +418,26 @@ def test_dynamic_shared_memory_is_fresh_per_block():
     message = fails(dynamic_first_block_only, 2, 32, np.zeros(64, np.float32), shared=128,
                     error=UninitializedReadError)
     assert "block (1, 0, 0)" in message and "buf[" in message
+
+
+@SIM
+def test_local_array_elements_never_written_are_poisoned():
+    x = np.arange(1, 11, dtype=np.float32)  # 10 values for 3 threads of 4: two are missing
+    out = np.zeros(3, np.float32)
+    launch(local_skipped_load, 1, 3, x, out)
+    np.testing.assert_array_equal(out[:2], [10.0, 26.0])
+    assert np.isnan(out[2])  # x[8] + x[9] + two elements the thread never loaded
+    ints = np.zeros(4, np.int32)
+    launch(local_index_not_written, 1, 4, ints)
+    assert (ints == POISON_WORD).all()
+
+
+@SIM
+def test_local_arrays_written_before_their_reads_are_clean():
+    x = np.arange(1, 11, dtype=np.float32)
+    out = np.zeros(3, np.float32)
+    launch(local_guarded_load, 1, 3, x, out)
+    np.testing.assert_array_equal(out, [10.0, 26.0, 19.0])
 
 
 @SIM

@@ -4,7 +4,7 @@
 simulator mode.
 """
 
-from workbook.sim import global_races, sanitizer, scheduler, shared_memory, warp
+from workbook.sim import global_races, local_memory, sanitizer, scheduler, shared_memory, warp
 
 
 def install() -> None:
@@ -17,4 +17,5 @@ def install() -> None:
     sanitizer.install()  # last: wraps cuda.shared.array; installs the registered detectors
 
 
-__all__ = ["global_races", "install", "sanitizer", "scheduler", "shared_memory", "warp"]
+__all__ = ["global_races", "install", "local_memory", "sanitizer", "scheduler", "shared_memory",
+           "warp"]
