@@ -9,9 +9,10 @@ wait for the poller's time slice. On a two-core machine one 64-thread kernel too
 semantics (release a barrier once every live thread waits at it; abort the block
 and re-raise the first exception) and sleeps briefly between polls.
 
-A check's time limit (:class:`~workbook.sim.watchdog.KernelTimeout`) or an interrupt
-arriving while a block runs stops the block's threads before it propagates, so that
-the next launch starts clean; a timeout carries what each thread was doing.
+A check's time limit (:class:`~workbook.sim.watchdog.KernelTimeout`), an interrupt
+(Jupyter's stop button) or an error in one thread stops all the block's threads before
+it propagates, so that the next launch starts clean (the plain simulator leaves a thread
+that loops running forever); a timeout carries what each thread was doing.
 """
 
 from __future__ import annotations
@@ -40,11 +41,24 @@ def _run_block(manager, grid_point, *args) -> None:
         for thread in threads:
             thread.start()
         _wait_for_block(threads, barriers)
-    except (KernelTimeout, KeyboardInterrupt) as stop:  # a check's time limit, the stop button
-        if isinstance(stop, KernelTimeout):
-            stop.diagnosis = describe_block(threads, barriers[0])
-        stop_threads([t for t in threads if t.ident is not None])
+    except BaseException as stop:  # a check's time limit, the stop button, a thread's error
+        try:
+            if isinstance(stop, KernelTimeout):
+                stop.diagnosis = describe_block(threads, barriers[0])
+        finally:
+            _stop_shielded([t for t in threads if t.ident is not None])
         raise
+
+
+def _stop_shielded(threads) -> None:
+    """:func:`stop_threads`, finished even if the stop button is pressed again meanwhile: a
+    thread left looping would run (and slow down every later cell) until the process ends."""
+    while True:
+        try:
+            stop_threads(threads)
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def _wait_for_block(threads, barriers: list[int]) -> None:

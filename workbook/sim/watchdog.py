@@ -36,8 +36,23 @@ class KernelTimeout(BaseException):
         self.diagnosis = ""  # what the simulated threads were doing, set by the scheduler
 
 
-class KernelStopped(Exception):
-    """Raised inside a simulated thread to end it (timeout or interrupt)."""
+class KernelStopped(BaseException):
+    """Raised inside a simulated thread to end it (timeout or interrupt); a BaseException
+    so that no ``except Exception`` on the way can keep the thread alive."""
+
+
+def _quiet_stopped_threads() -> None:
+    """Threads ended by :class:`KernelStopped` end silently (idempotent)."""
+    previous = threading.excepthook
+    if getattr(previous, "_workbook_quiet", False):
+        return
+
+    def hook(args):
+        if not issubclass(args.exc_type, KernelStopped):
+            previous(args)
+
+    hook._workbook_quiet = True
+    threading.excepthook = hook
 
 
 def check_timeout() -> float:
@@ -89,6 +104,7 @@ def stop_threads(threads: Sequence[threading.Thread]) -> list[threading.Thread]:
 
     Returns the threads still alive after :data:`STOP_WAIT_S` seconds (normally none).
     """
+    _quiet_stopped_threads()
     for thread in threads:
         thread.abort = True
         thread.syncthreads_blocked = False
@@ -100,8 +116,7 @@ def stop_threads(threads: Sequence[threading.Thread]) -> list[threading.Thread]:
         if time.monotonic() - last_raise > 0.5:  # again for a thread that was in C code
             last_raise = time.monotonic()
             for thread in live:
-                if thread.exception is None and thread.ident is not None:
-                    _raise_in(thread.ident, KernelStopped)
+                _raise_in(thread.ident, KernelStopped)
         time.sleep(0.02)
         live = [t for t in live if t.is_alive()]
     return live
@@ -132,9 +147,11 @@ def _thread_state(thread, frame) -> tuple[str, str]:
     student = _student_frame(frame)
     where = ""
     if student is not None:
-        line = linecache.getline(student.f_code.co_filename, student.f_lineno).strip()
-        where = f"{student.f_code.co_filename} line {student.f_lineno}" + (
-            f": {line}" if line else "")
+        filename = student.f_code.co_filename
+        line = linecache.getline(filename, student.f_lineno).strip()
+        if "ipykernel_" in filename:  # IPython's file for a cell: /tmp/ipykernel_<pid>/<hash>.py
+            filename = "your cell"
+        where = f"{filename} line {student.f_lineno}" + (f": {line}" if line else "")
     if not thread.is_alive():
         return "exited", ""
     if thread.syncthreads_blocked:
@@ -143,6 +160,10 @@ def _thread_state(thread, frame) -> tuple[str, str]:
     if op:
         return f"waiting in {op}", where
     return "running", where
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _ranges(ids: list[int]) -> str:
@@ -166,11 +187,12 @@ def describe_block(threads: Sequence[threading.Thread], barriers: int = 0) -> st
         state = _thread_state(thread, frames.get(thread.ident))
         groups.setdefault(state, []).append(thread.thread_id)
     block = tuple(threads[0].blockIdx) if threads else ()
-    lines = [f"what the simulated threads of block {block} were doing ({len(threads)} threads, "
-             f"{barriers} barriers passed; threads by linear index):"]
+    lines = [f"what the simulated threads of block {block} were doing "
+             f"({_plural(len(threads), 'thread')}, {_plural(barriers, 'barrier')} passed; "
+             f"threads by linear index):"]
     for (state, where), ids in sorted(groups.items(), key=lambda kv: min(kv[1])):
         at = f" at {where}" if where else ""
-        lines.append(f"  threads {_ranges(ids)}: {state}{at}")
+        lines.append(f"  {'thread' if len(ids) == 1 else 'threads'} {_ranges(ids)}: {state}{at}")
     states = {state for state, _ in groups}
     causes = _causes(states, looping=barriers > LOOPING_BARRIERS)
     return "\n".join([*lines, "likely causes:", *("  - " + c for c in causes)])

@@ -1,0 +1,223 @@
+"""Bounded checks and interrupts in the simulator (workbook/sim/watchdog.py, scheduler.py).
+
+A check whose kernel never finishes stops after ``WORKBOOK_CHECK_TIMEOUT`` seconds per
+case and says which threads were looping or waiting, and where; an interrupt (Jupyter's
+stop button sends SIGINT) stops a running simulated kernel within a second or two; after
+either, the next launch and the next check run normally.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from solution_cells import namespace_with
+from test_grading import write_notebook
+
+from grader.exercise import SIZE_PER_BOUND, Case, case_time_limit, check_exercise
+from grader.exercises import get
+from grader.results import PASSED, TIMEOUT
+
+pytestmark = pytest.mark.sim_only  # on a GPU a kernel that never ends cannot be stopped
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = "02_reduction"
+BOUND = 2  # seconds per case in these tests (WORKBOOK_CHECK_TIMEOUT)
+SLACK = 6  # for stopping the threads and a busy two-core machine
+NO_STRIDE_UPDATE = ("        stride *= 2\n", "")  # the loop of reduction.simple never advances
+
+
+def simulated_threads() -> list[threading.Thread]:
+    from numba.cuda.simulator.kernel import BlockThread
+
+    return [t for t in threading.enumerate() if isinstance(t, BlockThread) and t.is_alive()]
+
+
+def timed_check(exercise_id: str, namespace: dict):
+    start = time.monotonic()
+    result = check_exercise(get(exercise_id), namespace, "sim", seed=1)
+    return result, time.monotonic() - start
+
+
+@pytest.fixture
+def short_bound(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_CHECK_TIMEOUT", str(BOUND))
+
+
+def test_forgotten_stride_update_is_stopped_and_diagnosed(short_bound):
+    result, seconds = timed_check("reduction.simple",
+                                  namespace_with(LESSON, "reduction.simple", *NO_STRIDE_UPDATE))
+    assert result.status == TIMEOUT, result.summary()
+    assert BOUND <= seconds < BOUND + SLACK, seconds
+    message = result.messages[0]
+    assert message.startswith(f"n=2, integers: reduction.simple did not finish case n=2, "
+                              f"integers within {BOUND} s (WORKBOOK_CHECK_TIMEOUT); it was "
+                              f"stopped."), message
+    # the one thread of the first case keeps passing its barrier: a loop that never ends
+    assert "thread 0: waiting at cuda.syncthreads() at <cell 11> line 10: cuda.syncthreads()" \
+        in message, message
+    assert "forgotten `stride *= 2`" in message
+    assert result.cases[-1].status == TIMEOUT
+    assert not simulated_threads(), "the stopped kernel's threads still run"
+    # the next check runs normally
+    result, _ = timed_check("reduction.simple", namespace_with(LESSON, "reduction.simple"))
+    assert result.status == PASSED, result.summary()
+
+
+def test_threads_waiting_for_a_looping_thread_are_told_apart(short_bound):
+    loop = "    stride = 1\n    if t == 1:\n        while True:\n            pass\n"
+    result, seconds = timed_check("reduction.simple", namespace_with(
+        LESSON, "reduction.simple", "    stride = 1\n", loop))
+    assert result.status == TIMEOUT and seconds < BOUND + SLACK, (seconds, result.summary())
+    message = result.messages[0]
+    assert "case n=8, integers" in message  # the first case with more than one thread
+    assert "threads 0, 2-3: waiting at cuda.syncthreads() at <cell 11> line 13" in message, message
+    assert "thread 1: running at <cell 11> line 8: while True:" in message, message
+    assert "a cuda.syncthreads() or *_sync call inside a branch or loop" in message
+    assert not simulated_threads()
+
+
+def test_host_code_that_never_returns_is_reported_as_such(short_bound):
+    def hang(namespace, inputs, mode):
+        while True:
+            time.sleep(0.01)
+
+    exercise = replace(get("reduction.simple"), run=hang)
+    ok = namespace_with(LESSON, "reduction.simple")
+    start = time.monotonic()
+    result = check_exercise(exercise, ok, "sim", seed=1)
+    assert time.monotonic() - start < BOUND + SLACK
+    assert result.status == TIMEOUT
+    assert "no kernel was running: the host code did not finish" in result.messages[0]
+
+
+def test_bound_grows_with_the_case_and_is_configurable(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_CHECK_TIMEOUT", "3")
+    with case_time_limit(Case(size=100), "sim") as small:
+        pass
+    with case_time_limit(Case(size=4 * SIZE_PER_BOUND), "sim") as large:
+        pass
+    with case_time_limit(Case(size=100), "gpu") as gpu:
+        pass
+    assert (small, large, gpu) == (3, 12, None)
+    monkeypatch.delenv("WORKBOOK_CHECK_TIMEOUT")
+    with case_time_limit(Case(size=100), "sim") as default:
+        pass
+    assert default == 20
+    for bad in ("soon", "0", "-1"):
+        monkeypatch.setenv("WORKBOOK_CHECK_TIMEOUT", bad)
+        with pytest.raises(ValueError, match="WORKBOOK_CHECK_TIMEOUT"):
+            with case_time_limit(Case(size=100), "sim"):
+                pass
+
+
+def test_a_case_that_finishes_in_time_leaves_no_timeout_behind(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_CHECK_TIMEOUT", "0.2")
+    with case_time_limit(Case(size=1), "sim"):
+        pass
+    time.sleep(0.5)  # the timer was cancelled: no KernelTimeout arrives here
+
+
+def test_grader_cli_reports_a_hanging_exercise_in_seconds(tmp_path):
+    cell = namespace_cell_without_stride_update()
+    path = write_notebook(tmp_path / "hang.ipynb", {"reduction.simple": cell})
+    env = dict(os.environ, WORKBOOK_CHECK_TIMEOUT=str(BOUND))
+    start = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "grader.cli", "check", str(path), "--mode", "sim",
+                          "-e", "reduction.simple", "--json", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+    seconds = time.monotonic() - start
+    assert run.returncode == 1, run.stdout + run.stderr
+    exercise = json.loads((tmp_path / "r.json").read_text())["notebooks"][0]["exercises"][0]
+    assert exercise["status"] == "timeout", exercise
+    assert f"within {BOUND} s" in exercise["messages"][0], exercise["messages"]
+    assert "waiting at cuda.syncthreads()" in exercise["messages"][0]
+    assert seconds < 60, f"the grader took {seconds:.0f} s for one hanging exercise"
+
+
+def namespace_cell_without_stride_update() -> str:
+    from solution_cells import exercise_cell
+
+    source = exercise_cell(LESSON, "reduction.simple")
+    assert source.count(NO_STRIDE_UPDATE[0]) == 1
+    return source.replace(*NO_STRIDE_UPDATE)
+
+
+INTERRUPTED = r"""
+import json, sys, threading
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import workbook
+from numba.cuda.simulator.kernel import BlockThread
+from solution_cells import namespace_with
+from grader.exercise import check_exercise
+from grader.exercises import get
+
+def say(**event):
+    print(json.dumps(event), flush=True)
+
+def alive():
+    return sum(isinstance(t, BlockThread) and t.is_alive() for t in threading.enumerate())
+
+hang = namespace_with("02_reduction", "reduction.simple", "        stride *= 2\n", "")
+values = np.arange(64, dtype=np.int64)
+try:
+    say(step="launch")
+    hang["simple_sum_kernel"][1, 32](values.copy(), np.zeros(1, np.int64))
+    say(step="finished")
+except KeyboardInterrupt:
+    say(step="interrupted", alive=alive())
+try:
+    say(step="check")
+    check_exercise(get("reduction.simple"), hang, "sim", seed=1)
+    say(step="finished")
+except KeyboardInterrupt:
+    say(step="interrupted", alive=alive())
+ok = namespace_with("02_reduction", "reduction.simple")
+out = np.zeros(1, np.int64)
+ok["simple_sum_kernel"][1, 32](values.copy(), out)
+result = check_exercise(get("reduction.simple"), ok, "sim", seed=1)
+say(step="after", sum=int(out[0]), status=result.status, alive=alive())
+"""
+
+
+def test_interrupt_stops_a_running_kernel_and_the_next_ones_run(tmp_path):
+    """SIGINT, as Jupyter's stop button sends it, during a plain launch and during a check."""
+    script = tmp_path / "interrupted.py"
+    script.write_text(INTERRUPTED)
+    env = dict(os.environ, WORKBOOK_MODE="sim", WORKBOOK_CHECK_TIMEOUT="120",
+               PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, str(script), str(ROOT / "tests")], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, delays = [], []
+    deadline = threading.Timer(180, proc.kill)  # an interrupt that does not work ends here
+    deadline.start()
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if not line.startswith("{"):
+                continue
+            event = json.loads(line)
+            if event["step"] in ("launch", "check"):
+                time.sleep(1.5)  # the kernel's threads are looping by now
+                sent = time.monotonic()
+                proc.send_signal(signal.SIGINT)
+            elif event["step"] == "interrupted":
+                delays.append(time.monotonic() - sent)
+                assert event["alive"] == 0, "threads of the interrupted kernel still run"
+            elif event["step"] == "after":
+                assert event == {"step": "after", "sum": 2016, "status": PASSED, "alive": 0}
+        assert proc.wait(timeout=60) == 0, "".join(lines)
+    finally:
+        deadline.cancel()
+        proc.kill()
+        proc.stdout.close()
+    assert len(delays) == 2, "".join(lines)
+    assert max(delays) < 3, delays
+    assert "Exception in thread" not in "".join(lines), "stopped threads must end silently"
