@@ -54,7 +54,9 @@ class Attempt:
 def child_env(mode: str) -> dict:
     return dict(os.environ, WORKBOOK_MODE=mode, PYTHONUNBUFFERED="1",
                 NUMBA_ENABLE_CUDASIM="1" if mode == "sim" else "0",
-                MPLBACKEND="Agg")  # no display: skip matplotlib's search for a GUI
+                MPLBACKEND="Agg",  # no display: skip matplotlib's search for a GUI
+                # test buffers are exact-size allocations, so memcheck sees stray reads
+                WORKBOOK_MEMORY_POOL="0")
 
 
 def run_exercises(

@@ -1,5 +1,7 @@
 """workbook.launch: a prepared launch computes what the ordinary launch computes."""
 
+import weakref
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -77,6 +79,26 @@ def test_fast_path_is_taken_on_a_gpu(rng):
     launch(*args)
     np.testing.assert_allclose(args[3].copy_to_host(), _expected(x2, y, 1.0, False),
                                rtol=1e-6, atol=FMA_ATOL)
+
+
+@pytest.mark.gpu
+def test_a_prepared_launch_does_not_keep_its_last_arrays_alive(rng):
+    x, y = _arrays(rng, 3, 3)
+    args = [cuda.to_device(x), cuda.to_device(y), np.float32(1.0),
+            cuda.device_array(x.shape, np.float32), False]
+    launch = prepare(axpy_rows, 1, (4, 4), 0, tuple(args))
+    launch(*args)
+    gone = weakref.ref(args[3])
+    args[3] = cuda.device_array(x.shape, np.float32)
+    assert gone() is None
+    assert not launch.fast.same_as_last(tuple(args))
+    launch(*args)  # the new output array is written, not the freed one
+    np.testing.assert_allclose(args[3].copy_to_host(), _expected(x, y, 1.0, False),
+                               rtol=1e-6, atol=FMA_ATOL)
+    args[2] = np.float32(2.0)  # a scalar of equal type and value counts as the same
+    assert not launch.fast.same_as_last(tuple(args))
+    launch(*args)
+    assert launch.fast.same_as_last((*args[:2], np.float32(2.0), *args[3:]))
 
 
 @pytest.mark.sim_only

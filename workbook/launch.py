@@ -12,7 +12,8 @@ of the same kind only reads their pointers, shapes and strides and hands them to
 the driver in the layout numba itself uses for array arguments; called again with
 the very same objects (the usual case: buffers reused from call to call), it reuses
 what it handed over last time, since a device array's pointer and shape never
-change. (It therefore keeps the last arguments alive until the next call.)
+change. (It holds the last arrays by weak reference only: a prepared launch cached per
+shape never keeps a caller's arrays alive.)
 Arguments of another kind (a host array, another dtype or layout) take numba's
 ordinary path, so a prepared launch is never wrong, at worst not faster. In
 simulator mode it simply calls the kernel.
@@ -20,6 +21,7 @@ simulator mode it simply calls the kernel.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 from workbook.mode import current_mode
@@ -59,23 +61,50 @@ def prepare(kernel, grid, block, shared: int = 0, args=()) -> PreparedLaunch:
     return prepared
 
 
+class CudaLaunchError(RuntimeError):
+    """``cuLaunchKernel`` returned an error code."""
+
+
+_cu_launch_kernel = None
+
+
+def _driver_launch_function():
+    """``cuLaunchKernel`` of the CUDA driver library, called through ctypes."""
+    global _cu_launch_kernel
+    if _cu_launch_kernel is None:
+        import ctypes
+
+        function = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p]
+        _cu_launch_kernel = function
+    return _cu_launch_kernel
+
+
 class _DriverLaunch:
-    """The compiled kernel, its launch configuration and one argument packer per parameter."""
+    """The compiled kernel, its launch configuration and one argument slot per parameter.
+
+    ``cuLaunchKernel`` takes the kernel's parameters as an array of pointers to their
+    values. The array and the ctypes values it points to are built once here; a launch
+    writes the new values into them and calls the driver through ctypes (a few
+    microseconds; numba's launch path through ``cuda.core`` costs over 10).
+    """
 
     def __init__(self, kernel, grid, block, shared, args):
-        from cuda.core import LaunchConfig, launch
-        from numba.cuda.cudadrv import driver
+        import ctypes
+        import functools
 
         from workbook.occupancy import compiled
 
         overload = compiled(kernel, args)
         self.packers = [_packer(t) for t in overload.argument_types]
-        self.function = overload._codelibrary.get_cufunc().kernel
-        self.stream = driver._to_core_stream(0)
-        self.config = LaunchConfig(grid=_dim3(grid), block=_dim3(block), shmem_size=shared)
-        self._launch = launch
+        slots = [slot for packer in self.packers for slot in packer.slots]
+        self.params = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(s) for s in slots))
+        handle = int(overload._codelibrary.get_cufunc().handle)
+        self._launch = functools.partial(_driver_launch_function(), handle, *_dim3(grid),
+                                         *_dim3(block), shared, None, self.params, None)
         self._last_args: tuple = ()
-        self._last_values: list = []
         if not self.accepts(args):
             raise TypeError("the example arguments do not match the compiled kernel")
 
@@ -84,33 +113,46 @@ class _DriverLaunch:
             p.accepts(a) for p, a in zip(self.packers, args))
 
     def same_as_last(self, args) -> bool:
-        """The very objects of the last launch (they were accepted then)."""
+        """The very arrays, and equal scalars, of the last launch (accepted then)."""
         last = self._last_args
-        return len(args) == len(last) and all(a is b for a, b in zip(args, last))
+        return len(args) == len(last) and all(seen(a) for seen, a in zip(last, args))
 
     def try_launch(self, args) -> bool:
         """Launch if ``args`` are of the compiled kinds; False (nothing launched) if not."""
         if not self.same_as_last(args):
             if not self.accepts(args):
                 return False
-            values: list = []
             for packer, arg in zip(self.packers, args):
-                packer.pack(arg, values)
-            self._last_args, self._last_values = tuple(args), values
-        self._launch(self.stream, self.config, self.function, *self._last_values)
+                packer.write(arg)
+            self._last_args = tuple(_remember(a) for a in args)
+        status = self._launch()
+        if status:
+            self._last_args = ()
+            raise CudaLaunchError(f"cuLaunchKernel failed with CUresult {status}")
         return True
 
 
+def _remember(arg):
+    """A test for "the same argument as this one": the same array object while it lives
+    (a weak reference: a plan cache must not keep a caller's arrays alive), or an equal
+    scalar of the same type."""
+    try:
+        ref = weakref.ref(arg)
+    except TypeError:
+        return lambda other: type(other) is type(arg) and other == arg
+    return lambda other: ref() is other
+
+
 def _packer(numba_type):
+    import ctypes
+
     from numba import types
 
     if isinstance(numba_type, types.Array):
         return _ArrayPacker(numba_type)
     if isinstance(numba_type, types.Boolean):
-        return _ScalarPacker(bool, None)
+        return _ScalarPacker(bool, ctypes.c_bool)
     if isinstance(numba_type, types.Integer | types.Float) and numba_type.bitwidth in (32, 64):
-        import ctypes
-
         kind = int if isinstance(numba_type, types.Integer) else float
         name = f"c_{'u' if kind is int and not numba_type.signed else ''}" + (
             f"int{numba_type.bitwidth}" if kind is int else
@@ -121,7 +163,8 @@ def _packer(numba_type):
 
 class _ScalarPacker:
     def __init__(self, kind, ctype):
-        self.kind, self.ctype = kind, ctype
+        self.kind = kind
+        self.slots = [ctype()]
 
     def accepts(self, value) -> bool:
         import numpy as np
@@ -132,19 +175,24 @@ class _ScalarPacker:
             return isinstance(value, int | np.integer) and not isinstance(value, bool)
         return isinstance(value, float | np.floating)
 
-    def pack(self, value, out: list) -> None:
-        out.append(bool(value) if self.ctype is None else self.ctype(value))
+    def write(self, value) -> None:
+        self.slots[0].value = self.kind(value)
 
 
 class _ArrayPacker:
-    """Numba's array argument: meminfo, parent, size, itemsize, data, shape, strides."""
+    """Numba's array argument: meminfo, parent, size, itemsize, data, shape, strides
+    (each an 8-byte parameter of the compiled kernel)."""
 
     def __init__(self, numba_type):
+        import ctypes
+
         import numpy as np
 
         self.dtype = np.dtype(str(numba_type.dtype))
         self.ndim = numba_type.ndim
         self.layout = numba_type.layout
+        self.slots = [ctypes.c_int64() for _ in range(5 + 2 * self.ndim)]
+        self.slots[3].value = self.dtype.itemsize
 
     def accepts(self, array) -> bool:
         if not hasattr(array, "device_ctypes_pointer") or getattr(array, "ndim", -1) != self.ndim:
@@ -157,6 +205,11 @@ class _ArrayPacker:
             return bool(array.flags["F_CONTIGUOUS"])
         return True
 
-    def pack(self, array, out: list) -> None:
-        out += (0, 0, array.size, array.dtype.itemsize, array.device_ctypes_pointer.value or 0,
-                *array.shape, *array.strides)
+    def write(self, array) -> None:
+        slots = self.slots
+        slots[2].value = array.size
+        slots[4].value = array.device_ctypes_pointer.value or 0
+        for k, extent in enumerate(array.shape):
+            slots[5 + k].value = extent
+        for k, stride in enumerate(array.strides):
+            slots[5 + self.ndim + k].value = stride

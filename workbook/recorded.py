@@ -79,12 +79,13 @@ def show_recorded(lesson: str, part: str, plot: bool = True) -> None:
               "(the lesson's script in benchmarks/ records one on a GPU)")
         return
     section = data["parts"][part]
-    print(f"{section['title']}\nmeasured on {data['device']}, {data['date']}\n")
+    device = section.get("device", data["device"])  # a part may come from another run
+    print(f"{section['title']}\nmeasured on {device}, {section.get('date', data['date'])}\n")
     print(format_table(section["columns"], section["rows"]))
     if section.get("note"):
         print(f"\n{section['note']}")
     if plot and "GB/s" in section["columns"]:
-        _bar_chart(section, data["device"])
+        _bar_chart(section, device)
 
 
 def _bar_chart(section: dict, device: str) -> None:
