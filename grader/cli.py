@@ -112,6 +112,74 @@ def _progress(result) -> None:
                   f"{': ' + phases if len(result.timings) > 1 else ''})")
 
 
+EXIT_INTERRUPTED = 130
+
+
+@app.command()
+def batch(
+    submissions: Annotated[Path, typer.Argument(
+        help="Folder of submissions: <student>.ipynb files, or one folder per student "
+        "(nbgrader's submitted/, a Gradescope export).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the results.")] = Path(
+        "grades"),
+    mode: Annotated[Mode, typer.Option(help="sim (CUDA simulator), gpu, or auto-detect.")] = (
+        Mode.auto),
+    exercise: Annotated[list[str] | None, typer.Option(
+        "--exercise", "-e", help="Grade only this exercise (repeatable).")] = None,
+    metrics: Annotated[bool, typer.Option(
+        "--metrics/--no-metrics", help="Apply the Nsight Compute metric rules (gpu mode).")]
+    = True,
+    sanitizers: Annotated[bool, typer.Option(
+        "--sanitizers/--no-sanitizers", help="Run compute-sanitizer and the simulator pass "
+        "(gpu mode).")] = True,
+    timeout: Annotated[float | None, typer.Option(help="Seconds allowed per exercise.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for the random tests.")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        help="Address of a running Dask scheduler (tcp://HOST:8786) whose workers grade; "
+        "default: a cluster on this machine.")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Workers of the local cluster (default: one per GPU in gpu mode, one per CPU "
+        "core in sim mode).")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Re-grade every notebook, even those graded before and unchanged.")]
+    = False,
+) -> None:
+    """Grade a class: one JSON report and one Gradescope results file per student, and a
+    summary (summary.csv, summary.md), all in --out and written as results arrive.
+
+    A re-run grades only new and changed notebooks (and retries those that could not be
+    graded). Exit code 0 when every student passed everything, 1 otherwise, 2 for bad
+    input, 130 when interrupted (what was graded is kept; run again to finish).
+
+    Example: grader batch submitted/ --out grades/ --mode sim
+    """
+    from grader.batch import BatchError, grade_class
+    from grader.sanitizer import selected_tools
+    from workbook.mode import ModeError
+
+    try:
+        selected_tools()
+        result = grade_class(submissions, out, mode=mode.value, exercises=tuple(exercise or ()),
+                             metrics=metrics, sanitizers=sanitizers, timeout=timeout, seed=seed,
+                             scheduler=scheduler, workers=workers, force=force, console=console)
+    except (BatchError, ModeError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/]: results so far are in {out}")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    counts = {status: list(result.students.values()).count(status)
+              for status in ("passed", "failed", "error", "skipped", "pending")}
+    console.print(f"{result.submissions} submissions: {len(result.graded)} graded, "
+                  f"{len(result.reused)} unchanged (kept), {len(result.errors)} not graded; "
+                  f"students: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+                  + f"; {result.seconds:.1f} s on {result.workers} workers; see "
+                  f"{result.out / 'summary.md'}")
+    if result.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    raise typer.Exit(EXIT_OK if result.passed else EXIT_FAILED)
+
+
 @app.command()
 def release(
     solutions: Annotated[Path, typer.Argument(help="Folder of solution notebooks.")] = Path(

@@ -10,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # PyPI extras whose conda-forge counterparts are separate packages
-CONDA_EQUIVALENTS = {"numba-cuda[cu13]": {"numba-cuda", "cuda-version", "cuda-nvvm", "cuda-nvrtc"}}
+CONDA_EQUIVALENTS = {"numba-cuda[cu13]": {"numba-cuda", "cuda-version", "cuda-nvvm", "cuda-nvrtc"},
+                     "dask[distributed]": {"dask"}}
 CONDA_ONLY = {"python", "pip"}
 PIP_SECTION_ONLY = {"ncu-report"}  # not on conda-forge: listed under environment.yml's pip:
 
