@@ -152,24 +152,23 @@ def layernorm_shape(ns, dtype: str, cols: int) -> tuple[list, list]:
     use_pool(False)
     uncached = per_call_us([lambda x=x: uncached_layer_norm_packed(ns, x, dw, db)
                             for x in dxs])
-    rows.append(row(shape + ["layer_norm_packed, before (driver allocations, planned and "
-                             "launched by numba per call)"], uncached, torch_us))
+    rows.append(row(shape + ["first version"], uncached, torch_us))
     use_pool(True)
     ours = per_call_us([lambda x=x: packed(x, dw, db, EPS) for x in dxs])
     rows.append(row(shape + ["layer_norm_packed"], ours, torch_us))
     outs = (cuda.device_array((ROWS, cols), dtype), cuda.device_array(ROWS, np.float32),
             cuda.device_array(ROWS, np.float32))
     with_out = per_call_us([lambda x=x: packed(x, dw, db, EPS, out=outs) for x in dxs])
-    rows.append(row(shape + ["layer_norm_packed(out=...)"], with_out, torch_us))
+    rows.append(row(shape + ["out="], with_out, torch_us))
     if cols in (128, 2048, 8192):
         check("layer_norm", exercise(dxs[1], dw, db, EPS)[0])
         dispatcher = per_call_us([lambda x=x: exercise(x, dw, db, EPS) for x in dxs])
-        rows.append(row(shape + ["layer_norm (exercise 5)"], dispatcher, torch_us))
+        rows.append(row(shape + ["layer_norm (ex. 5)"], dispatcher, torch_us))
     y_t = torch.empty_like(xs[0])
     torch_kernel = kernel_us(lambda: torch.native_layer_norm(xs[0], (cols,), weight, bias, EPS))
     out_k = (as_array(y_t), outs[1], outs[2])
     ours_kernel = kernel_us(lambda: packed(dxs[0], dw, db, EPS, out=out_k))
-    kernel = row(shape + ["layer_norm_packed, kernel on preallocated buffers"], ours_kernel,
+    kernel = row(shape + ["kernel only"], ours_kernel,
                  torch_kernel)
     return rows, kernel
 
@@ -215,7 +214,7 @@ def softmax_shape(ns, dtype: str, cols: int) -> tuple[list, list]:
     xs = [torch.randn(ROWS, cols, device="cuda", dtype=getattr(torch, dtype), generator=gen)
           for _ in range(2)]
     dxs = [as_array(x) for x in xs]
-    softmax, softmax_gpu = ns["softmax"], ns["softmax_gpu"]
+    softmax, softmax_gpu = ns["softmax(x)"], ns["softmax_gpu"]
     want = torch.softmax(xs[1], dim=1).float()
     got = torch.as_tensor(softmax(dxs[1]), device="cuda").float()
     tol = dict(atol=1e-6, rtol=1e-4) if dtype == "float32" else dict(atol=1e-4, rtol=1e-2)
@@ -228,17 +227,17 @@ def softmax_shape(ns, dtype: str, cols: int) -> tuple[list, list]:
     rows = []
     use_pool(False)
     no_pool = per_call_us([lambda x=x: softmax(x) for x in dxs])
-    rows.append(row(shape + ["softmax, numba's allocator"], no_pool, torch_us))
+    rows.append(row(shape + ["numba's allocator"], no_pool, torch_us))
     use_pool(True)
     ours = per_call_us([lambda x=x: softmax(x) for x in dxs])
-    rows.append(row(shape + ["softmax"], ours, torch_us))
+    rows.append(row(shape + ["softmax(x)"], ours, torch_us))
     y_t = torch.empty_like(xs[0])
     dy = as_array(y_t)
     given = per_call_us([lambda x=x: softmax_gpu(x, dy) for x in dxs])
     rows.append(row(shape + ["softmax_gpu(x, y)"], given, torch_us))
     torch_kernel = kernel_us(lambda: torch.softmax(xs[0], dim=1))
     ours_kernel = kernel_us(lambda: softmax_gpu(dxs[0], dy))
-    kernel = row(shape + ["softmax_gpu, kernel on preallocated buffers"], ours_kernel,
+    kernel = row(shape + ["kernel only"], ours_kernel,
                  torch_kernel)
     return rows, kernel
 
@@ -288,6 +287,18 @@ LESSONS = {
 }
 
 
+NOTES = {
+    "layernorm": "'first version': layer_norm_packed as section 6 first wrote it (outputs "
+                 "from cuda.device_array, i.e. the driver; plan and numba launch on every "
+                 "call). 'layer_norm_packed': with the plan cache, prepared launch and pooled "
+                 "outputs. 'out=': writing into given arrays. ",
+    "softmax": "'numba's allocator': softmax(x) with cuda.device_array from the driver; "
+               "'softmax(x)': its output from the pool; 'softmax_gpu(x, y)': into a given y. ",
+    "ccl": "cupyx.scipy.ndimage.label alone against the whole BlobAnalysis.run (label, "
+           "relabel, statistics). ",
+}
+
+
 def part_for(lesson: str, end_rows: list, kernel_rows: list) -> dict:
     import torch
 
@@ -298,11 +309,10 @@ def part_for(lesson: str, end_rows: list, kernel_rows: list) -> dict:
                  f"inputs alternating between two buffers, GPU synchronised), vs {library}",
         "columns": [*first, "function", "us per call", f"{library} us", f"x {library}"],
         "rows": end_rows + kernel_rows,
-        "note": f"Same process, same data; median of {REPEAT} loops of at least "
-                f"{MIN_SECONDS * 1e3:.0f} ms (3 for blob analysis). 'kernel on preallocated "
-                "buffers' rows: GPU time from CUDA events, 10 launches per region, L2 "
-                f"flushed per region, ours and the library's kernel. torch "
-                f"{torch.__version__}. Higher x is better.",
+        "note": NOTES[lesson] + f"Same process, same data; median of {REPEAT} loops of at "
+                f"least {MIN_SECONDS * 1e3:.0f} ms (3 for blob analysis). 'kernel only': GPU "
+                "time from CUDA events, 10 launches per region, L2 flushed per region, ours "
+                f"and the library's kernel. torch {torch.__version__}. Higher x is better.",
     }
 
 

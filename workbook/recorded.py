@@ -100,3 +100,38 @@ def _bar_chart(section: dict, device: str) -> None:
     plt.title(f"{section['title']} ({device})")
     plt.tight_layout()
     plt.show()
+
+
+def end_to_end_table(part: dict) -> tuple[list[str], list[list]]:
+    """The ``end_to_end`` part as one row per shape and one column per function, each
+    cell the library's time over ours (``x library``: above 1 is faster than it)."""
+    columns = part["columns"]
+    function_i, ratio_i = columns.index("function"), len(columns) - 1
+    library_i = ratio_i - 1
+    functions = list(dict.fromkeys(r[function_i] for r in part["rows"]))
+    shapes: dict[tuple, dict] = {}
+    for r in part["rows"]:
+        cells = shapes.setdefault(tuple(r[:function_i]), {})
+        cells[r[function_i]] = r[ratio_i]
+        if r[function_i] == functions[0]:
+            cells["library us"] = r[library_i]
+    header = [*columns[:function_i], columns[library_i], *functions]
+    rows = [[*shape, cells.get("library us", ""), *(cells.get(f, "") for f in functions)]
+            for shape, cells in shapes.items()]
+    return header, rows
+
+
+def show_end_to_end(lesson: str) -> None:
+    """Print a lesson's recorded end-to-end comparison (one row per shape)."""
+    data = load(lesson)
+    part = (data or {}).get("parts", {}).get("end_to_end")
+    if part is None:
+        print(f"no recorded end-to-end measurement for {lesson} yet "
+              "(benchmarks/end_to_end.py records one on a GPU)")
+        return
+    print(f"{part['title']}\nmeasured on {part.get('device', data['device'])}, "
+          f"{part.get('date', data['date'])}; cells: x {part['columns'][-2][:-3]} "
+          "(its time / ours; above 1 is faster)\n")
+    print(format_table(*end_to_end_table(part)))
+    if part.get("note"):
+        print(f"\n{part['note']}")
