@@ -294,3 +294,39 @@ def test_cli_local_cluster_interrupted_keeps_results(tmp_path):
     left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
             if any(str(scratch) in part for part in p.info["cmdline"] or ())]
     assert not left, f"grading processes left running: {left}"
+
+
+def test_local_cluster_has_one_worker_per_gpu_or_core(monkeypatch):
+    from dask.system import CPU_COUNT
+
+    import workbook.mode
+    from grader.batch import PROCESSES_ENV, local_worker_env
+
+    monkeypatch.delenv(PROCESSES_ENV, raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(workbook.mode, "gpu_count", lambda: 2)
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", None)] == ["0", "1"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", 3)] == ["0", "1", "0"]
+    assert {e["WORKBOOK_MODE"] for e in local_worker_env("gpu", None)} == {"gpu"}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", None)] == ["3", "5"]
+    sim = local_worker_env("sim", None)
+    assert len(sim) == CPU_COUNT and sim[0]["NUMBA_ENABLE_CUDASIM"] == "1"
+    assert sim[0][PROCESSES_ENV] == "1"  # a core per worker: one grading process each
+    monkeypatch.setenv(PROCESSES_ENV, "2")
+    assert [e[PROCESSES_ENV] for e in local_worker_env("sim", 2)] == ["2", "2"]
+
+
+@pytest.mark.gpu
+def test_gpu_class_on_the_default_local_cluster(tmp_path):
+    """gpu mode, the default cluster: one worker per GPU, each grading on its own GPU."""
+    from workbook.mode import gpu_count
+
+    root, out = tmp_path / "in", tmp_path / "out"
+    planted(root / "alice.ipynb")
+    planted(root / "bob.ipynb", WRONG_STRIDE)
+    result = grade_class(root, out, mode="gpu", exercises=EXERCISES[:1], metrics=False)
+    assert result.mode == "gpu" and result.workers == gpu_count()
+    assert result.students == {"alice": "passed", "bob": "failed"}
+    bob = json.loads((out / "bob.json").read_text())["notebooks"][0]
+    assert bob["mode"] == "gpu" and bob["exercises"][0]["status"] == "failed"
