@@ -65,6 +65,13 @@ def build_class(folder: Path, lessons: list[str], copies: int, buggy: int, mode:
     return students
 
 
+def _report(path: Path) -> dict:
+    """A student's report; an empty one where the run was interrupted before it."""
+    if path.exists():
+        return json.loads(path.read_text())
+    return {"score": 0, "max_score": 0, "errors": [{"error": "not graded (interrupted)"}]}
+
+
 def verdict(report: dict, bug: dict | None) -> dict:
     failed = sorted(e["id"] for nb in report.get("notebooks", []) for e in nb["exercises"]
                     if not e["passed"])
@@ -138,8 +145,7 @@ def main() -> int:
                              sanitizers=not options.no_sanitizers, timeout=options.timeout,
                              workers=options.workers, console=Console())
         wall = time.monotonic() - start
-    students = {s: verdict(json.loads((grades / f"{s}.json").read_text()), bug)
-                for s, bug in bugs.items()}
+    students = {s: verdict(_report(grades / f"{s}.json"), bug) for s, bug in bugs.items()}
     record = {
         "date": datetime.date.today().isoformat(), "host": platform.node(),
         "device": device(mode), "mode": mode, "workers": result.workers,
