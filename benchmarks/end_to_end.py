@@ -100,21 +100,22 @@ def row(lesson_row: list, ours_us: float, lib_us: float) -> list:
     return [*lesson_row, round(ours_us, 2), round(lib_us, 2), round(lib_us / ours_us, 3)]
 
 
-# --- LayerNorm ----------------------------------------------------------------------------------
-
-def layernorm_rows(ns, cols_list, dtypes) -> tuple[list, list]:
+def shape_rows(name: str, shape_fn, ns, cols_list, dtypes) -> tuple[list, list]:
+    """``shape_fn(ns, dtype, cols)`` for every shape: end-to-end rows, kernel-only rows."""
     end_rows, kernel_rows = [], []
     for dtype in dtypes:
         for cols in cols_list:
-            ends, kernel = layernorm_shape(ns, dtype, cols)
+            ends, kernel = shape_fn(ns, dtype, cols)
             end_rows += ends
             kernel_rows.append(kernel)
             for r in [*ends, kernel]:
-                print(f"layernorm {dtype:8s} {cols:6d} {r[2][:40]:40s} {r[3]:9.1f} us  "
+                print(f"{name} {dtype:8s} {cols:6d} {r[2][:40]:40s} {r[3]:9.1f} us  "
                       f"torch {r[4]:9.1f} us  x{r[5]:.2f}", flush=True)
             free_memory()
     return end_rows, kernel_rows
 
+
+# --- LayerNorm ----------------------------------------------------------------------------------
 
 def layernorm_shape(ns, dtype: str, cols: int) -> tuple[list, list]:
     """End-to-end rows and the kernel-only row of one (ROWS, cols) shape."""
@@ -189,20 +190,6 @@ def uncached_layer_norm_packed(ns, x, gamma, beta, eps=EPS):
 
 
 # --- softmax -------------------------------------------------------------------------------------
-
-def softmax_rows(ns, cols_list, dtypes) -> tuple[list, list]:
-    end_rows, kernel_rows = [], []
-    for dtype in dtypes:
-        for cols in cols_list:
-            ends, kernel = softmax_shape(ns, dtype, cols)
-            end_rows += ends
-            kernel_rows.append(kernel)
-            for r in [*ends, kernel]:
-                print(f"softmax {dtype:8s} {cols:6d} {r[2][:40]:40s} {r[3]:9.1f} us  "
-                      f"torch {r[4]:9.1f} us  x{r[5]:.2f}", flush=True)
-            free_memory()
-    return end_rows, kernel_rows
-
 
 def softmax_shape(ns, dtype: str, cols: int) -> tuple[list, list]:
     """End-to-end rows and the kernel-only row of one (ROWS, cols) shape."""
@@ -333,9 +320,10 @@ def main() -> None:
         name, notebook = LESSONS[lesson][:2]
         ns = definitions_namespace(ROOT / notebook)
         if lesson == "layernorm":
-            end_rows, kernel_rows = layernorm_rows(ns, cols_list, DTYPES)
+            end_rows, kernel_rows = shape_rows(lesson, layernorm_shape, ns, cols_list,
+                                                  DTYPES)
         elif lesson == "softmax":
-            end_rows, kernel_rows = softmax_rows(ns, cols_list, DTYPES)
+            end_rows, kernel_rows = shape_rows(lesson, softmax_shape, ns, cols_list, DTYPES)
         else:
             end_rows, kernel_rows = ccl_rows(ns, CCL_SIZE,
                                              CCL_DENSITIES[:1] if args.quick else CCL_DENSITIES)
