@@ -12,15 +12,19 @@ import sys
 def check(exercise_id: str, namespace: dict | None = None, seed: int | None = None):
     """Check one exercise against the names defined in the calling notebook.
 
-    Returns an :class:`~grader.results.ExerciseResult`, which Jupyter displays.
+    Returns an :class:`~grader.results.ExerciseResult`, which Jupyter displays. In the
+    simulator each test case is bounded (``WORKBOOK_CHECK_TIMEOUT``); on a GPU a check
+    still running after that long prints how to get out of a kernel that never ends.
     """
-    from grader.exercise import check_exercise
+    from grader.exercise import check_exercise, gpu_hang_notice
     from grader.exercises import get
     from workbook import current_mode
 
     if namespace is None:
         namespace = sys._getframe(1).f_globals
-    return check_exercise(get(exercise_id), namespace, current_mode(), seed=seed)
+    mode = current_mode()
+    with gpu_hang_notice(exercise_id, mode):
+        return check_exercise(get(exercise_id), namespace, mode, seed=seed)
 
 
 def explain_rules(lesson: str) -> None:

@@ -9,6 +9,7 @@ exercise cells) and run the same randomized and edge-case tests.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -217,6 +218,47 @@ def describe_timeout(exercise: Exercise, case_name: str, seconds: float, exc) ->
     return (f"{head}\nno kernel was running: the host code did not finish (a host loop such "
             f"as `while changed:` whose condition never becomes false?)\n"
             f"{describe_exception(exc)}")
+
+
+def gpu_hang_advice(exercise_id: str, seconds: float, notebook: str = "NOTEBOOK") -> str:
+    """What to do about a check that may never end on a GPU."""
+    return (f"{exercise_id}: the check is still running after {seconds:g} s. On a GPU a kernel "
+            f"that never ends cannot be stopped from inside the notebook (the stop button has "
+            f"no effect while it runs). If it does not finish: Kernel > Restart Kernel, fix the "
+            f"loop or barrier, run the cells again. To try code that may hang safely, save the "
+            f"notebook and run `grader check {notebook} -e {exercise_id} --timeout 60` in a "
+            f"terminal (a separate process, stopped after 60 s), or debug it in the simulator "
+            f"(`%env WORKBOOK_MODE=sim` before `import workbook`, then restart), where a hanging "
+            f"check is stopped and diagnosed.")
+
+
+@contextmanager
+def gpu_hang_notice(exercise_id: str, mode: str, out=None):
+    """The notebook's check on a GPU: print :func:`gpu_hang_advice` if the check is still
+    running after ``WORKBOOK_CHECK_TIMEOUT`` seconds.
+
+    A kernel that never ends keeps this process in a CUDA driver call that no signal can
+    interrupt; the timer's thread still runs then (the driver call releases the GIL). The
+    grader's checks run in child processes that it kills instead (``--timeout``).
+    """
+    from workbook.sim.watchdog import check_timeout
+
+    if mode != "gpu":
+        yield
+        return
+    seconds = check_timeout()
+    out = out or sys.stdout  # the cell's output: the timer thread prints there
+
+    def notice():
+        print(gpu_hang_advice(exercise_id, seconds), file=out, flush=True)
+
+    timer = threading.Timer(seconds, notice)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _case(name, status, message, seed) -> CaseResult:

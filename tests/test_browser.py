@@ -276,6 +276,18 @@ def solution_source(exercise_id: str, old: str = "", new: str = "") -> str:
     return source
 
 
+GPU_NOTICE = f"""import os
+import time
+
+from grader.exercise import gpu_hang_notice
+
+os.environ["WORKBOOK_CHECK_TIMEOUT"] = "1"
+try:
+    with gpu_hang_notice("reduction.simple", "gpu"):
+        time.sleep(2.5)
+finally:
+    os.environ["WORKBOOK_CHECK_TIMEOUT"] = "{CHECK_BOUND}"
+"""
 LEFT_THREADS = """
 
 import threading
@@ -320,6 +332,15 @@ def test_typed_solution_passes_hang_is_bounded_and_stop_button_recovers(open_lab
     stopped_in = time.monotonic() - pressed
     assert "KeyboardInterrupt" in lab.output(check), lab.output(check)
     assert stopped_in < 3, f"the stop button took {stopped_in:.1f} s"
+
+    # the next cell runs normally; it shows what a check on a GPU prints when it is still
+    # running at its bound (from a timer's thread, which must reach the cell's output)
+    lab.type_into(exercise, GPU_NOTICE)
+    lab.run_selected()
+    lab.wait_until_run([exercise], 60)
+    shown = " ".join(lab.output(exercise).split())
+    assert "reduction.simple: the check is still running after 1 s" in shown, shown
+    assert "Kernel > Restart Kernel" in shown, shown
 
     # the kernel is usable: the fixed cell and its check run normally, and no thread of the
     # stopped kernels is left

@@ -3,7 +3,9 @@
 A check whose kernel never finishes stops after ``WORKBOOK_CHECK_TIMEOUT`` seconds per
 case and says which threads were looping or waiting, and where; an interrupt (Jupyter's
 stop button sends SIGINT) stops a running simulated kernel within a second or two; after
-either, the next launch and the next check run normally.
+either, the next launch and the next check run normally. On a GPU, where a kernel that never
+ends cannot be stopped from inside the process, a check still running after that long says how
+to get out.
 """
 
 import json
@@ -24,7 +26,7 @@ from grader.exercise import SIZE_PER_BOUND, Case, case_time_limit, check_exercis
 from grader.exercises import get
 from grader.results import PASSED, TIMEOUT
 
-pytestmark = pytest.mark.sim_only  # on a GPU a kernel that never ends cannot be stopped
+SIM = pytest.mark.sim_only  # kernels that never end: on a GPU they could not be stopped
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "02_reduction"
@@ -50,6 +52,7 @@ def short_bound(monkeypatch):
     monkeypatch.setenv("WORKBOOK_CHECK_TIMEOUT", str(BOUND))
 
 
+@SIM
 def test_forgotten_stride_update_is_stopped_and_diagnosed(short_bound):
     result, seconds = timed_check("reduction.simple",
                                   namespace_with(LESSON, "reduction.simple", *NO_STRIDE_UPDATE))
@@ -70,6 +73,7 @@ def test_forgotten_stride_update_is_stopped_and_diagnosed(short_bound):
     assert result.status == PASSED, result.summary()
 
 
+@SIM
 def test_threads_waiting_for_a_looping_thread_are_told_apart(short_bound):
     loop = "    stride = 1\n    if t == 1:\n        while True:\n            pass\n"
     result, seconds = timed_check("reduction.simple", namespace_with(
@@ -83,6 +87,7 @@ def test_threads_waiting_for_a_looping_thread_are_told_apart(short_bound):
     assert not simulated_threads()
 
 
+@SIM
 def test_host_code_that_never_returns_is_reported_as_such(short_bound):
     def hang(namespace, inputs, mode):
         while True:
@@ -124,6 +129,7 @@ def test_a_case_that_finishes_in_time_leaves_no_timeout_behind(monkeypatch):
     time.sleep(0.5)  # the timer was cancelled: no KernelTimeout arrives here
 
 
+@SIM
 def test_grader_cli_reports_a_hanging_exercise_in_seconds(tmp_path):
     cell = namespace_cell_without_stride_update()
     path = write_notebook(tmp_path / "hang.ipynb", {"reduction.simple": cell})
@@ -187,6 +193,7 @@ say(step="after", sum=int(out[0]), status=result.status, alive=alive())
 """
 
 
+@SIM
 def test_interrupt_stops_a_running_kernel_and_the_next_ones_run(tmp_path):
     """SIGINT, as Jupyter's stop button sends it, during a plain launch and during a check."""
     script = tmp_path / "interrupted.py"
@@ -221,3 +228,45 @@ def test_interrupt_stops_a_running_kernel_and_the_next_ones_run(tmp_path):
     assert len(delays) == 2, "".join(lines)
     assert max(delays) < 3, delays
     assert "Exception in thread" not in "".join(lines), "stopped threads must end silently"
+
+
+# --- on a GPU: a kernel that never ends cannot be stopped in-process; the check says so ---
+
+def test_gpu_check_still_running_prints_the_way_out(monkeypatch):
+    import io
+
+    from grader.exercise import gpu_hang_notice
+
+    monkeypatch.setenv("WORKBOOK_CHECK_TIMEOUT", "0.3")
+    late, quick, sim = io.StringIO(), io.StringIO(), io.StringIO()
+    with gpu_hang_notice("reduction.simple", "gpu", out=late):
+        time.sleep(1.0)
+    with gpu_hang_notice("reduction.simple", "gpu", out=quick):
+        pass
+    with gpu_hang_notice("reduction.simple", "sim", out=sim):  # bounded there instead
+        time.sleep(0.6)
+    time.sleep(0.6)  # past the bound: a finished check's timer never fires
+    text = " ".join(late.getvalue().split())
+    assert text.startswith("reduction.simple: the check is still running after 0.3 s."), text
+    for words in ("cannot be stopped from inside the notebook", "Kernel > Restart Kernel",
+                  "grader check NOTEBOOK -e reduction.simple --timeout 60",
+                  "%env WORKBOOK_MODE=sim"):
+        assert words in text, words
+    assert quick.getvalue() == "" and sim.getvalue() == ""
+
+
+def test_notebook_check_in_gpu_mode_arms_the_notice(monkeypatch, capsys):
+    import grader
+    import grader.exercise
+    import workbook
+
+    def slow_check(exercise, namespace, mode, seed=None):
+        assert mode == "gpu"
+        time.sleep(0.8)
+        return "result"
+
+    monkeypatch.setenv("WORKBOOK_CHECK_TIMEOUT", "0.2")
+    monkeypatch.setattr(workbook, "current_mode", lambda: "gpu")
+    monkeypatch.setattr(grader.exercise, "check_exercise", slow_check)
+    assert grader.check("reduction.simple", namespace={}) == "result"
+    assert "reduction.simple: the check is still running after 0.2 s" in capsys.readouterr().out
