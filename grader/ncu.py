@@ -74,8 +74,42 @@ def _import_reader():
     return ncu_report
 
 
+READ_TIMEOUT_S = 120
+
+
 def read_metrics(report: Path, metrics: list[str]) -> list[dict[str, float]]:
-    """One ``{metric: value}`` dict per profiled kernel launch, in launch order."""
+    """One ``{metric: value}`` dict per profiled kernel launch, in launch order.
+
+    The report is read in a child process: Nsight Compute's reader is a native library
+    that has crashed (a segmentation fault, on an H100 machine with ncu 2025.3.1's
+    ``extras/python``) in a process that had loaded numba's compiler and a CUDA context,
+    and a crash must cost this report's metrics, not the grader."""
+    import json
+    import subprocess
+
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    code = ("import json, sys; from pathlib import Path; from grader.ncu import _read_here; "
+            "print(json.dumps(_read_here(Path(sys.argv[1]), sys.argv[2:])))")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, str(report), *metrics], env=env,
+                              capture_output=True, text=True, timeout=READ_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise NotAssessed(f"reading {report.name} took over {READ_TIMEOUT_S} s") from None
+    if done.returncode == 0:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    marker = "grader.ncu.NotAssessed: "
+    reason = next((line.split(marker, 1)[1] for line in done.stderr.splitlines()
+                   if marker in line), None)
+    if reason is None:
+        tail = " ".join(done.stderr.strip().splitlines()[-2:])[-300:]
+        reason = f"reading {report.name} failed (exit code {done.returncode}): {tail}"
+    raise NotAssessed(reason)
+
+
+def _read_here(report: Path, metrics: list[str]) -> list[dict[str, float]]:
+    """:func:`read_metrics` in this process."""
     ncu_report = _import_reader()
     context = ncu_report.load_report(str(report))
     launches = []

@@ -158,3 +158,25 @@ def test_metric_grading_on_the_gpu():
     metrics = assess(exercise, cells, "gpu")
     statuses = {o["status"] for o in metrics["rules"]}
     assert statuses <= {"passed", "not assessed"}, metrics
+
+
+def test_a_report_without_a_metric_is_not_assessed_with_the_reason():
+    with pytest.raises(ncu.NotAssessed, match=r"metric no__such_metric\.sum is missing"):
+        ncu.read_metrics(REPORTS[0], ["no__such_metric.sum"])
+
+
+def test_a_reader_that_fails_costs_the_metrics_not_the_grader(tmp_path):
+    broken = tmp_path / "broken.ncu-rep"
+    broken.write_bytes(b"not a report")
+    with pytest.raises(ncu.NotAssessed, match="broken.ncu-rep"):
+        ncu.read_metrics(broken, ["gpu__time_duration.sum"])
+
+
+def test_a_reader_that_crashes_costs_the_metrics_not_the_grader(tmp_path, monkeypatch):
+    """Nsight Compute's native reader has died with a segmentation fault: here a stand-in
+    ``ncu_report`` does the same (a NULL read), and the grader goes on."""
+    (tmp_path / "ncu_report.py").write_text(
+        "import ctypes\n\ndef load_report(path):\n    return ctypes.string_at(0)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with pytest.raises(ncu.NotAssessed, match=r"reading .* failed \(exit code -11\)"):
+        ncu.read_metrics(REPORTS[0], ["gpu__time_duration.sum"])
