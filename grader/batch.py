@@ -537,7 +537,10 @@ def local_cluster(envs: list[dict[str, str]]):
     workers = {f"grader-{i}": {"cls": Nanny, "options": {
         "nthreads": 1, "host": "127.0.0.1", "env": env, "memory_limit": 0,
         "silence_logs": quiet}} for i, env in enumerate(envs)}
-    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": None}}
+    # the scheduler's HTTP server (metrics, no dashboard) on a free port: two batches on one
+    # machine must not collide on dask's default 8787
+    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard": False,
+                                               "dashboard_address": ":0"}}
     return SpecCluster(scheduler=scheduler, workers=workers, silence_logs=quiet,
                        name="grader-batch")
 

@@ -23,6 +23,7 @@ from grader.batch import (
     discover,
     grade_class,
     gradescope_results,
+    local_cluster,
     safe_name,
     student_report,
 )
@@ -330,3 +331,11 @@ def test_gpu_class_on_the_default_local_cluster(tmp_path):
     assert result.students == {"alice": "passed", "bob": "failed"}
     bob = json.loads((out / "bob.json").read_text())["notebooks"][0]
     assert bob["mode"] == "gpu" and bob["exercises"][0]["status"] == "failed"
+
+
+def test_two_local_clusters_run_side_by_side():
+    """Two instructors' batches on one machine (or two test workers) need their own ports."""
+    envs = [{"WORKBOOK_MODE": "sim", "NUMBA_ENABLE_CUDASIM": "1"}]
+    with local_cluster(envs) as first, local_cluster(envs) as second:
+        assert first.scheduler_address != second.scheduler_address
+        assert len(first.scheduler_info["workers"]) == len(second.scheduler_info["workers"]) == 1
