@@ -69,8 +69,35 @@ BROADCAST = ("    mean = cuda.shfl_sync(FULL_MASK, mean, first)\n"
              "    count = cuda.shfl_sync(FULL_MASK, count, first)\n")
 RSTD = "inv_std = float32(1.0) / math.sqrt(m2 / n + eps)"
 
-# (exercise, bug, text in the solution, replacement, words expected in the message)
+# A bound one past the end of a row: the simulator raises IndexError ("... is out of bounds
+# ..."), or the statistics count a value that is not in the row ("... past the end of the
+# row ..."); on a GPU a load there reads the NaN after the row and a store there changes
+# the padding after it ("... past the end of ...").
+PAST_END = ("out of bounds", "past the end of")
+# the first pass of the uncached kernel: loads guarded by `col < cols`, then the updates
+FIRST_UPDATE = "if col < cols:\n                    m, m2, n"
+SECOND_LOAD = ("if col < cols:\n                    values[k] = float32(x[row, col])\n"
+               "            for k in range(UNROLL):\n                col = start + k * block\n"
+               "                if col < cols:\n                    value")
+WARP_LOAD = "if row < rows and col < cols:"
+WARP_STORE = "if col < cols:\n                            value = (buf"
+
+# (exercise, bug, text in the solution, replacement, words expected in the message: a
+# string, or a tuple of alternatives)
 BUGGY = [
+    # the load is guarded right, the update one past: a value never loaded (stale from the
+    # previous pass, or never written) joins the statistics of every row
+    ("block_uncached", "first pass counts one element past the row", FIRST_UPDATE,
+     FIRST_UPDATE.replace("col < cols", "col <= cols"), "past the end of the row"),
+    # on a GPU the value read is never used: the result is right, and only the simulator (or
+    # memcheck on exact-size buffers) sees the read
+    pytest.param("block_uncached", "second pass loads one past the row", SECOND_LOAD,
+                 SECOND_LOAD.replace("col < cols", "col <= cols", 1), "out of bounds",
+                 marks=SIM_ONLY),
+    ("warp", "loads one past the row (col <= cols)", WARP_LOAD,
+     WARP_LOAD.replace("col < cols", "col <= cols"), PAST_END),
+    ("warp", "stores one past the row (col <= cols)", WARP_STORE,
+     WARP_STORE.replace("col < cols", "col <= cols"), PAST_END),
     ("variance", "two-pass computed with E[x^2] - E[x]^2",
      "deviation = x - mean[:, None]\n    return (deviation * deviation).sum(axis=1, "
      "dtype=np.float32) / n", "return (x * x).sum(axis=1, dtype=np.float32) / n - mean * mean",
@@ -141,7 +168,8 @@ def test_buggy_variant_rejected(exercise, bug, old, new, words):
         warnings.simplefilter("ignore", RuntimeWarning)
         result = check_exercise(get_exercise(exercise_id), ns, workbook.MODE)
     assert not result.passed, f"{bug} was not caught: {result.summary()}"
-    assert words in result.summary()
+    alternatives = (words,) if isinstance(words, str) else words
+    assert any(w in result.summary() for w in alternatives), result.summary()
 
 
 @pytest.mark.parametrize("exercise", sorted(layernorm.SLOW_VARIANTS))
@@ -206,11 +234,16 @@ def test_unwritten_rows_and_columns_are_named():
     expected = layernorm.reference_layer_norm(inputs)
     y, mean, rstd = _rounded(expected, np.float32)
     late_mean, late_rstd = mean.copy(), rstd.copy()
-    late_mean[6:] = late_rstd[6:] = np.nan
+    late_mean[6:] = late_rstd[6:] = layernorm.unwritten(4)  # what the launches start with
     with pytest.raises(Mismatch, match="from 6 on.*grid-stride"):
         layernorm.expect_layer_norm((y, late_mean, late_rstd), inputs, expected, seq=2)
     with pytest.raises(Mismatch, match="negative variance"):
         layernorm.expect_layer_norm((y, mean, late_rstd), inputs, expected, seq=2)
+    # a NaN the kernel computed and stored is no unwritten element: NaN got into the sums
+    computed_mean, computed_rstd = mean.copy(), rstd.copy()
+    computed_mean[6:] = computed_rstd[6:] = np.nan
+    with pytest.raises(Mismatch, match=r"kernel wrote them: a NaN entered.*past the end of"):
+        layernorm.expect_layer_norm((y, computed_mean, computed_rstd), inputs, expected, seq=2)
     holes = y.copy()
     holes[:, 32:] = np.nan
     with pytest.raises(Mismatch, match="never written"):

@@ -27,7 +27,7 @@ magnitude once |mean| / std passes about 100.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
@@ -55,6 +55,7 @@ class NormCase(Case):
     config: tuple = ()  # warp kernel: (cols_per_thread, width, rows_per_access)
     block: int = 32
     grid: int = 1
+    exact: bool = False  # buffers of exactly the data's size (for compute-sanitizer memcheck)
 
     def name(self) -> str:
         parts = [f"{self.rows}x{self.size} {self.dtype}", self.kind,
@@ -64,6 +65,8 @@ class NormCase(Case):
             parts.append(f"cols_per_thread {cpt}, width {width}, rows_per_access {rpa}")
         if self.grid:
             parts.append(f"grid {self.grid} x {self.block}")
+        if self.exact:
+            parts.append("exact-size buffers")
         if self.note:
             parts.append(self.note)
         return ", ".join(parts)
@@ -165,14 +168,21 @@ def expect_layer_norm(got, inputs: dict, expected, seq: int) -> None:
         if array.dtype != np.float32:
             raise Mismatch(f"{name} has dtype {array.dtype}: it must be float32 (as in "
                            "PyTorch, statistics stay float32 for float16 input)")
-    y = y.astype(np.float64)
-    mean = mean.astype(np.float64)
-    rstd = rstd.astype(np.float64)
-
-    missing = np.nonzero(np.isnan(mean) & np.isnan(rstd))[0]
+    missing = np.nonzero(never_written(mean) & never_written(rstd))[0]
     if missing.size:
         raise Mismatch(f"mean and rstd of rows {_rows_text(missing, rows)} are NaN: never "
                        "written. " + _unwritten_hint(missing, rows, case))
+    y = y.astype(np.float64)
+    mean = mean.astype(np.float64)
+    rstd = rstd.astype(np.float64)
+    poisoned = np.nonzero(np.isnan(mean) & np.isnan(rstd))[0]
+    if poisoned.size:
+        raise Mismatch(f"mean and rstd of rows {_rows_text(poisoned, rows)} are NaN, and the "
+                       "kernel wrote them: a NaN entered the statistics. The rows hold none, "
+                       "so a value past the end of the row (NaN in this test; on a GPU, "
+                       "whatever memory holds there: a bound `col <= cols`?) or one never "
+                       "loaded (a local array element read before it was written) was "
+                       "counted.")
     for name, array in (("mean", mean), ("rstd", rstd)):
         nan = np.nonzero(np.isnan(array))[0]
         if nan.size:
@@ -192,7 +202,9 @@ def expect_layer_norm(got, inputs: dict, expected, seq: int) -> None:
         raise Mismatch(f"mean of row {r}: expected {want_mean[r]:.9g}, got {mean[r]:.9g}, "
                        f"|diff| {abs(mean[r] - want_mean[r]):.3g} > {tol_mean[r]:.3g} ({why}). "
                        f"Rows with a wrong mean: {_rows_text(bad, rows)}. "
-                       + _mean_hint(mean[r], x64[r], case))
+                       + (_count_hint(mean[bad], rstd[bad], x64[bad], eps, tol_mean[bad],
+                                      rel_rstd[bad])
+                          or _mean_hint(mean[r], x64[r], case)))
 
     rel = np.abs(rstd - want_rstd) / want_rstd
     bad = np.nonzero(~(rel <= rel_rstd))[0]
@@ -201,7 +213,9 @@ def expect_layer_norm(got, inputs: dict, expected, seq: int) -> None:
         raise Mismatch(f"rstd of row {r}: expected {want_rstd[r]:.9g}, got {rstd[r]:.9g}, "
                        f"relative error {rel[r]:.3g} > {rel_rstd[r]:.3g} ({why}). "
                        f"Rows with a wrong rstd: {_rows_text(bad, rows)}. "
-                       + _rstd_hint(rstd[bad], x64[bad], eps, kappa[bad]))
+                       + (_count_hint(mean[bad], rstd[bad], x64[bad], eps, tol_mean[bad],
+                                      rel_rstd[bad])
+                          or _rstd_hint(rstd[bad], x64[bad], eps, kappa[bad])))
 
     if np.isnan(y).all(axis=1).any():
         empty = np.nonzero(np.isnan(y).all(axis=1))[0]
@@ -233,6 +247,37 @@ def expect_layer_norm(got, inputs: dict, expected, seq: int) -> None:
             f"{x.dtype}); {int(wrong.sum())} wrong elements in {int(wrong.any(axis=1).sum())} "
             f"rows, columns {_rows_text(columns, cols, 'columns')}. "
             + _y_hint(y, x64, want_mean, want_rstd, inputs, wrong))
+
+
+def _count_hint(mean, rstd, rows64, eps, tol_mean, rel_rstd) -> str:
+    """A hint when the statistics of every wrong row are those of the row with one element
+    more (of whatever value) or one fewer (its first or last): an off-by-one bound."""
+    n = rows64.shape[1]
+    true_mean, true_var = rows64.mean(axis=1), rows64.var(axis=1)
+    # one element v more: the mean says which v; Chan's combine gives the variance
+    v = (n + 1) * mean - n * true_mean
+    var_more = (n * true_var + (v - true_mean) ** 2 * n / (n + 1)) / (n + 1)
+    # the uncertainty of v (n + 1 times that of the mean) carried into the variance
+    slack = 2 * np.abs(v - true_mean) * (n + 1) * tol_mean / (n + 1) ** 2
+    rstd_more = 1 / np.sqrt(var_more + eps)
+    bound = 0.5 * slack / (var_more + eps) + 2 * rel_rstd
+    more = (np.abs(rstd - rstd_more) <= bound * rstd_more).all()
+    fewer = []
+    if n > 1:
+        for part in (rows64[:, :-1], rows64[:, 1:]):
+            want_rstd = 1 / np.sqrt(part.var(axis=1) + eps)
+            fewer.append((np.abs(mean - part.mean(axis=1)) <= tol_mean).all()
+                         and (np.abs(rstd - want_rstd) <= 2 * rel_rstd * want_rstd).all())
+    if more:
+        return ("These statistics are those of the row with one element more (n + 1 values): "
+                "a value past the end of the row, or one never loaded (a stale or unwritten "
+                "buffer element), was counted. Check the bound (col < cols) wherever a value "
+                "is added to the statistics, and that it is the same bound as the load's.")
+    if any(fewer):
+        return ("These statistics are those of the row without its "
+                f"{'last' if fewer[0] else 'first'} element: a bound one short (col < cols - 1, "
+                "or a loop that starts at 1) left it out.")
+    return ""
 
 
 def _mean_hint(got: float, row: np.ndarray, case) -> str:
@@ -457,27 +502,75 @@ def _verify_variance(got, expected, inputs, mode):
 
 # --- exercises 2-4: the kernels -----------------------------------------------------------------
 
-def _device_args(inputs: dict):
-    """``(x, gamma, beta, affine, eps, y, mean, rstd)`` on the device; outputs start as NaN."""
+UNWRITTEN_BITS = 0x7FC0DEAD  # the NaN mean and rstd start as: a payload no arithmetic makes
+PAD_FILL = 7.0  # what the padding after each row of y holds (no normalised value is exactly 7.0)
+
+
+def unwritten(n: int) -> np.ndarray:
+    """``n`` float32 NaN whose bits (:data:`UNWRITTEN_BITS`) tell an element never written
+    from a NaN that a kernel computed and stored."""
+    return np.full(n, UNWRITTEN_BITS, np.uint32).view(np.float32)
+
+
+def never_written(array: np.ndarray) -> np.ndarray:
+    """Where a float32 array still holds :func:`unwritten`'s NaN."""
+    return np.ascontiguousarray(array, np.float32).view(np.uint32) == UNWRITTEN_BITS
+
+
+def _device_args(inputs: dict, padded: bool = False):
+    """``(x, gamma, beta, affine, eps, y, mean, rstd)`` on the device; y starts as NaN, mean
+    and rstd as :func:`unwritten`.
+
+    ``padded`` (the kernel exercises): x and y are views of padded rows
+    (:func:`grader.launch.padded_rows`): 16 bytes of NaN after each row of x, so that on a
+    GPU a load one past the end of a row reads NaN (not the next row's first element), and
+    16 bytes of :data:`PAD_FILL` after each row of y, so that a store there is seen. Else x
+    is followed by ``GUARD`` elements of NaN and y is exact. A case marked ``exact`` gets
+    buffers of exactly the data's size, so that memcheck sees a read past the last row's
+    end."""
     cuda = L.cuda()
     x = inputs["x"]
     rows, cols = x.shape
-    padded = np.full(x.size + L.GUARD, np.nan, dtype=x.dtype)
-    padded[: x.size] = x.reshape(-1)
-    d_x = cuda.to_device(padded)[: x.size].reshape(rows, cols)
-    y = cuda.to_device(np.full((rows, cols), np.nan, dtype=x.dtype))
+    if getattr(inputs.get("case"), "exact", False):  # nothing after the data: for memcheck
+        d_x = cuda.to_device(x)
+        y = y_full = cuda.to_device(np.full((rows, cols), np.nan, dtype=x.dtype))
+    elif padded:
+        d_x, _ = L.padded_rows(x, 1)
+        host_y = np.full((rows, cols + L.row_pad(x.dtype)), PAD_FILL, dtype=x.dtype)
+        host_y[:, :cols] = np.nan
+        y_full = cuda.to_device(host_y)
+        y = y_full[:, :cols]
+    else:
+        d_x = L.guarded_input(x).reshape(rows, cols)
+        y = y_full = cuda.to_device(np.full((rows, cols), np.nan, dtype=x.dtype))
     if cuda.config.ENABLE_CUDASIM:
         from workbook.sim.global_races import watch
 
         watch(y, "y")
     mean = L.output(rows, np.nan, np.float32, "mean")
     rstd = L.output(rows, np.nan, np.float32, "rstd")
+    mean.copy_to_device(unwritten(rows))
+    rstd.copy_to_device(unwritten(rows))
+    inputs["y_full"] = y_full
     return (d_x, cuda.to_device(inputs["gamma"]), cuda.to_device(inputs["beta"]),
             bool(inputs["affine"]), np.float32(inputs["eps"]), y, mean, rstd)
 
 
-def _outputs(args):
-    return tuple(a.copy_to_host() for a in args[5:])
+def _outputs(args, inputs: dict | None = None):
+    """``(y, mean, rstd)`` on the host; with the padded y of ``inputs``, after checking that
+    no store went past the end of a row."""
+    y_full = (inputs or {}).get("y_full")
+    if y_full is None or y_full is args[5]:
+        return tuple(a.copy_to_host() for a in args[5:])
+    cols = args[5].shape[1]
+    host = y_full.copy_to_host()
+    pads, _ = L.outside_changes(host, args[5].shape, PAD_FILL)
+    if pads:
+        which = _rows_text(np.array(pads), len(host))
+        raise Mismatch(f"the kernel wrote past the end of rows {which} of y (the padding after "
+                       f"column {cols - 1} changed): check the column bound (col < cols) of "
+                       "every store")
+    return (np.ascontiguousarray(host[:, :cols]), args[6].copy_to_host(), args[7].copy_to_host())
 
 
 def launch_with_shared(kernel, grid, block, shared_bytes, *args) -> None:
@@ -497,18 +590,18 @@ def _warp_kernel(factory, cols_per_thread, width, rows_per_access):
 def _run_warp(ns, inputs, mode):
     case = inputs["case"]
     kernel = _warp_kernel(ns["make_warp_layernorm"], *case.config)
-    args = _device_args(inputs)
+    args = _device_args(inputs, padded=True)
     L.launch(kernel, case.grid, case.block, *args)
-    return _outputs(args)
+    return _outputs(args, inputs)
 
 
 def _run_block(entry: str, shared: bool):
     def run(ns, inputs, mode):
         case = inputs["case"]
-        args = _device_args(inputs)
+        args = _device_args(inputs, padded=True)
         shared_bytes = 4 * case.size if shared else 0
         launch_with_shared(ns[entry], case.grid, case.block, shared_bytes, *args)
-        return _outputs(args)
+        return _outputs(args, inputs)
 
     return run
 
@@ -520,6 +613,53 @@ def _verify_kernel(got, expected, inputs, mode):
     else:
         seq = -(-case.size // case.block)
     expect_layer_norm(got, inputs, expected, seq)
+
+
+SIM_BLOCK = 64  # threads per block of the simulator's boundary cases: two warps
+GPU_BLOCK = 128  # the block of most GPU cases
+UNROLL = 4  # the lesson's UNROLL: elements each thread of a block kernel loads at once
+
+
+def _rows_ending_mid_tile(rows_per_warp: int, rows_per_block: int) -> int:
+    """A row count whose last row falls inside a warp's rows in the second block, one row
+    into a thread group's rows (or, with one row per warp, inside the second block)."""
+    return rows_per_block + (rows_per_warp // 2 | 1)
+
+
+def warp_boundary_cases(block: int = SIM_BLOCK) -> tuple[NormCase, ...]:
+    """Boundary shapes of the warp kernel, from its launch parameters: for each
+    configuration ``(cols_per_thread, width, rows_per_access)``, a row one element short of
+    what the group covers (``col == cols`` falls on the last lane) and a row whose last
+    pass has one element; rows that end one row into a group's rows inside a warp of the
+    second block (a grid of two blocks), or on the grid-stride loop's second pass (one)."""
+    configs = ((1, 8, 2), (1, 16, 2), (1, 32, 1), (2, 32, 1), (3, 32, 2))
+    cases = []
+    for per_thread, width, per_access in configs:
+        for cols in (per_thread * width - 1, (per_thread - 1) * width + width // 2 + 1):
+            rows_per_warp = 32 // width * per_access
+            grid = 2 - len(cases) % 2
+            rows = _rows_ending_mid_tile(rows_per_warp, block // width * per_access)
+            kind = ("normal", "eps")[len(cases) % 2]
+            cases.append(NormCase(cols, kind, rows=rows, config=(per_thread, width, per_access),
+                                  affine=len(cases) % 3 != 1, block=block, grid=grid))
+    return tuple(cases)
+
+
+def block_boundary_cases(blocks=(32, SIM_BLOCK)) -> tuple[NormCase, ...]:
+    """Boundary shapes of the block kernels, from their launch parameters: row lengths one
+    element short of and one over what a block covers in one pass (``block``) and in one
+    unrolled pass (``UNROLL * block``), and one past a block beyond that (where the thread
+    whose next element would be ``col == cols`` is in its second unrolled pass); float32
+    rows of ordinary values, where the statistics' tolerance is tight; three rows for a
+    grid of two blocks."""
+    cases = []
+    for block in blocks:
+        span = UNROLL * block
+        sizes = (block - 1, block + 1, span - 1, span + 1, span + block + 1)
+        for cols in sizes if block == blocks[0] else sizes[1::2]:
+            cases.append(NormCase(cols, "normal", rows=3, affine=len(cases) % 3 != 1,
+                                  block=block, grid=2))
+    return tuple(cases)
 
 
 def _warp_cases():
@@ -536,6 +676,7 @@ def _warp_cases():
         c(4, 100, (4, 32, 1), "eps", eps=1e-5),
         c(7, 70, (4, 32, 2), "large-mean"),
         c(3, 13, (1, 16, 2), "eps", eps=0.1, affine=False),
+        *warp_boundary_cases(),
     )
     gpu = (
         c(1001, 1, (1, 1, 2), "eps", eps=1e-3, block=128, grid=3),
@@ -548,6 +689,9 @@ def _warp_cases():
         c(513, 1024, (32, 32, 1), "large-mean", block=128, grid=40),
         c(300, 1000, (32, 32, 1), "eps", eps=1e-5, affine=False, block=128, grid=1000),
     )
+    # the boundary shapes of GPU launches whose kernels the cases above compile anyway
+    configs = {case.config for case in gpu}
+    gpu += tuple(case for case in warp_boundary_cases(GPU_BLOCK) if case.config in configs)
     return {"sim": sim, "gpu": gpu}
 
 
@@ -561,6 +705,7 @@ def _block_cases():
         c(4, 129, "eps", affine=False),
         c(3, 300, "normal", block=64),
         c(2, 37, "large-mean", eps=0.1, affine=False, block=64, grid=1),
+        *block_boundary_cases(),
     )
     gpu = (
         c(100, 1, "eps", eps=1e-3, block=128, grid=7),
@@ -569,6 +714,7 @@ def _block_cases():
         c(257, 12345, "normal", block=512, grid=129),
         c(64, 32768, "large-mean", block=512, grid=64),
         c(500, 2000, "large-mean", eps=0.1, affine=False, block=512, grid=2000),
+        *block_boundary_cases((GPU_BLOCK,)),
     )
     return {"sim": sim, "gpu": gpu}
 
@@ -675,11 +821,21 @@ def _reference_dispatch(inputs):
 
 # --- the catalogue ------------------------------------------------------------------------------
 
+def exact_size(cases) -> tuple[NormCase, ...]:
+    """The cases compute-sanitizer runs (those of at most ``MAX_SIZE`` elements), in buffers
+    of exactly the data's size: memcheck then reports a read or write past the last row's
+    end, which the padding of the checks would hide from it."""
+    from grader.sanitizer import MAX_SIZE
+
+    return tuple(replace(c, exact=True) for c in cases if c.size * c.rows <= MAX_SIZE)
+
+
 def _exercise(id_, title, entry, run, verify, cases, make=make_layer_norm,
-              reference=reference_layer_norm, needs=()):
+              reference=reference_layer_norm, needs=(), exact=False):
     return Exercise(
         id=f"layernorm.{id_}", lesson=LESSON, title=title, entry=entry, make_inputs=make,
         run=run, reference=reference, verify=verify, cases=cases, needs=needs,
+        sanitizer_cases=exact_size(cases["gpu"]) if exact else None,
     )
 
 
@@ -691,14 +847,14 @@ EXERCISES = (
                      "welford_combine")),
     _exercise("warp", "warp LayerNorm: a thread group per row, the row in registers",
               "make_warp_layernorm", _run_warp, _verify_kernel, _warp_cases(),
-              needs=("welford_warp_allreduce",)),
+              needs=("welford_warp_allreduce",), exact=True),
     _exercise("block_smem", "block LayerNorm with the row in shared memory",
               "layernorm_block_smem_kernel", _run_block("layernorm_block_smem_kernel", True),
-              _verify_kernel, _block_cases(), needs=("welford_block_allreduce",)),
+              _verify_kernel, _block_cases(), needs=("welford_block_allreduce",), exact=True),
     _exercise("block_uncached", "uncached block LayerNorm (the row read twice)",
               "layernorm_block_uncached_kernel",
               _run_block("layernorm_block_uncached_kernel", False), _verify_kernel,
-              _block_cases(), needs=("welford_block_allreduce",)),
+              _block_cases(), needs=("welford_block_allreduce",), exact=True),
     _exercise("dispatch", "dispatcher by row length and occupancy, float32 and float16",
               "layer_norm", _run_dispatch, _verify_dispatch, _dispatch_cases(),
               reference=_reference_dispatch, needs=("plan_layer_norm",)),

@@ -27,7 +27,16 @@ float16). Expected NaN and ``-inf`` must be matched exactly.
 Every output array starts filled with 7.0 (no softmax or log-softmax value), with
 ``GUARD_ROWS`` guard rows after the last: an element left at 7.0 was never written,
 and a changed guard row means a write past the end. The input has guard rows of NaN
-after it (on a GPU a read past the end reads NaN; in the simulator it raises).
+after it (on a GPU a read past the end reads NaN; in the simulator it raises). The
+kernel exercises also pad every row of the input with 16 bytes of NaN and every row of
+the output with 7.0 (the arrays the kernel gets are views with a longer row stride):
+on a GPU a read one past the end of a row reads NaN, and a write there is seen.
+
+The simulator cases of the kernel exercises add boundary shapes made from each
+kernel's own launch parameters (:func:`warp_boundary_cases`,
+:func:`block_boundary_cases`): columns just below, at and above what one pass of a
+thread group or block covers, for each pack size, and rows that end inside a warp's
+tile of rows or inside a block.
 """
 
 from __future__ import annotations
@@ -63,6 +72,7 @@ class Shape(Case):
     config: tuple = ()  # exercise-specific kernel configuration
     grid: int = 0  # 0: one block per row (block kernels) or enough for every row
     block: int = 32
+    exact: bool = False  # buffers of exactly the data's size (for compute-sanitizer memcheck)
 
     def name(self) -> str:
         parts = [f"{self.rows}x{self.cols} {self.dtype}", self.kind]
@@ -72,6 +82,8 @@ class Shape(Case):
             parts.append(f"config {self.config}")
         if self.grid:
             parts.append(f"grid {self.grid}")
+        if self.exact:
+            parts.append("exact-size buffers")
         if self.note:
             parts.append(self.note)
         return ", ".join(parts)
@@ -199,14 +211,15 @@ def _diagnose(got, expected, inputs, bad, rows) -> list[str]:
         if finite.size and finite.max() > 80:
             hints.append(f"NaN/inf in row {row}, whose largest input is {finite.max():.4g}: "
                          "exp overflows float32 beyond 88.7 -- subtract the row max before exp.")
-        elif not np.isfinite(x[row]).all():
-            hints.append(f"NaN/inf in row {row}, which has -inf entries: -inf - (-inf) is NaN; "
-                         "a value that is -inf must contribute exp(-inf - max) = 0, and a "
-                         "thread that has seen only -inf must add nothing to the sum.")
         else:
-            hints.append("NaN/inf where the inputs are ordinary numbers: a read of memory nobody "
-                         "wrote (past the end of the row, shared memory not stored yet -- a "
-                         "missing barrier?) or a sum that stayed 0.")
+            hints.append(f"NaN/inf in row {row} where the result is finite: a value read from "
+                         "past the end of the row (the memory after each row holds NaN in "
+                         "these tests: a bound `col <= cols`?), memory nobody wrote (shared "
+                         "memory not stored yet -- a missing barrier?) or a sum that stayed 0.")
+            if not np.isfinite(x[row]).all():
+                hints.append("This row has -inf entries: -inf - (-inf) is NaN; a value that is "
+                             "-inf must contribute exp(-inf - max) = 0, and a thread that has "
+                             "seen only -inf must add nothing to the sum.")
     if not inputs["log"] and not hints:
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = got / expected
@@ -230,18 +243,33 @@ def _diagnose(got, expected, inputs, bad, rows) -> list[str]:
 
 # --- launching --------------------------------------------------------------------------------
 
-def _device_input(x: np.ndarray):
-    """``x`` on the device with guard rows of NaN after it; the view of the first rows."""
-    padded = np.full((x.shape[0] + GUARD_ROWS, x.shape[1]), np.nan, dtype=x.dtype)
-    padded[: x.shape[0]] = x
-    return L.cuda().to_device(padded)[: x.shape[0]]
+def _device_input(x: np.ndarray, padded: bool = False, exact: bool = False):
+    """``x`` on the device with guard rows of NaN after it; the view of the first rows.
+
+    ``padded`` (the kernel exercises): each row is followed by 16 bytes of NaN as well
+    (:func:`grader.launch.padded_rows`), so that on a GPU a read one past the end of a
+    row reads NaN, not the first element of the next row. ``exact``: nothing after the
+    data, so that compute-sanitizer's memcheck sees a read past the last row's end."""
+    if exact:
+        return L.cuda().to_device(x)
+    if padded:
+        return L.padded_rows(x, GUARD_ROWS)[0]
+    padded_host = np.full((x.shape[0] + GUARD_ROWS, x.shape[1]), np.nan, dtype=x.dtype)
+    padded_host[: x.shape[0]] = x
+    return L.cuda().to_device(padded_host)[: x.shape[0]]
 
 
-def _device_output(shape, dtype):
-    """An output filled with SENTINEL, and the whole array including its guard rows."""
-    full = L.cuda().to_device(np.full((shape[0] + GUARD_ROWS, shape[1]), SENTINEL,
-                                      dtype=dtype))
-    view = full[: shape[0]]
+def _device_output(shape, dtype, padded: bool = False, exact: bool = False):
+    """An output filled with SENTINEL, and the whole array including its guard rows (and,
+    ``padded``, the SENTINEL columns after each row; ``exact``, neither)."""
+    if exact:
+        view = full = L.cuda().to_device(np.full(shape, SENTINEL, dtype=dtype))
+    elif padded:
+        view, full = L.padded_output(shape, SENTINEL, dtype, GUARD_ROWS)
+    else:
+        full = L.cuda().to_device(np.full((shape[0] + GUARD_ROWS, shape[1]), SENTINEL,
+                                          dtype=dtype))
+        view = full[: shape[0]]
     if L.cuda().config.ENABLE_CUDASIM:
         from workbook.sim.global_races import watch
 
@@ -249,13 +277,21 @@ def _device_output(shape, dtype):
     return view, full
 
 
-def _finish(full, rows: int) -> np.ndarray:
+def _finish(full, rows: int, cols: int | None = None) -> np.ndarray:
+    """The output's rows, after checking that nothing past them (nor, ``cols`` given,
+    past the end of a row) was written."""
     L.cuda().synchronize()
     host = full.copy_to_host()
-    if not (host[rows:] == SENTINEL).all():
+    cols = host.shape[1] if cols is None else cols
+    pads, guards = L.outside_changes(host, (rows, cols), SENTINEL)
+    if guards:
         raise Mismatch("the kernel wrote past the last row of y (the guard rows after it "
                        "changed): check the row bounds")
-    return host[:rows]
+    if pads:
+        raise Mismatch(f"the kernel wrote past the end of rows {_rows_text(pads)} of y (the "
+                       f"padding after column {cols - 1} changed): check the column bound "
+                       "(col < cols) of every store")
+    return np.ascontiguousarray(host[:rows, :cols])
 
 
 class _quiet_numpy(warnings.catch_warnings):
@@ -356,6 +392,45 @@ def _warp_case(rows, cols, dtype="float32", kind="normal", *, pack=None, config=
                  config=(pack, per_thread, width, rows_per_thread))
 
 
+SIM_BLOCK = 64  # threads per block of the simulator's boundary cases: two warps
+EDGE_KINDS = ("normal", "masked", "large", "-inf rows")
+
+
+def _edge_columns(width: int, pack: int) -> tuple[int, ...]:
+    """Row lengths at the edge of what ``width`` lanes moving ``pack`` elements each cover
+    in one pass: one pack short (the last lane's pack starts at ``cols``: a bound
+    ``col <= cols`` reads past the row) and one pack over (a last pass with one pack)."""
+    return (width * pack - pack, width * pack + pack)
+
+
+def _rows_ending_mid_tile(rows_per_warp: int, rows_per_block: int) -> int:
+    """A row count whose last row falls inside a warp's tile of rows in the second block,
+    one row into a thread's rows (or, with one row per warp, inside the second block)."""
+    return rows_per_block + (rows_per_warp // 2 | 1)
+
+
+def warp_boundary_cases(block: int = SIM_BLOCK) -> tuple[Shape, ...]:
+    """Boundary shapes of the warp kernel, from its launch parameters: for each pack size
+    (16 bytes of float32 or float16, and 1 where a row is not a multiple of 16 bytes), row
+    lengths at the edges of a narrow group's pass (``4 * pack``), of a warp's pass
+    (``32 * pack``) and of a lane's second pack (``64 * pack``), in blocks of ``block``
+    threads; the rows end inside a warp's tile of rows (even with a grid of one block,
+    whose grid-stride loop ends there on its second pass)."""
+    cases = []
+    for dtype, pack in (("float32", 4), ("float32", 1), ("float16", 8)):
+        for width in (4, 32, 64):
+            for cols in _edge_columns(width, pack):
+                if pack_for(dtype, cols) != pack:
+                    continue
+                per_thread, group, rows_per_thread = warp_config(cols, pack)
+                per_warp = 32 // group * rows_per_thread
+                rows = _rows_ending_mid_tile(per_warp, block // group * rows_per_thread)
+                k = len(cases)
+                cases.append(_warp_case(rows, cols, dtype, EDGE_KINDS[k % 4], block=block,
+                                        grid=k % 2, log=k % 3 == 2))
+    return tuple(cases)
+
+
 WARP_CASES = {
     "sim": (
         _warp_case(5, 1, grid=1),
@@ -367,6 +442,7 @@ WARP_CASES = {
         _warp_case(3, 300, "float16", "masked", grid=2, log=True),
         _warp_case(3, 64, pack=2, config=(2, 32, 1), kind="large", log=True),
         _warp_case(6, 64, config=(4, 16, 2), kind="-inf rows", grid=1, log=True),
+        *warp_boundary_cases(),
     ),
     "gpu": (
         _warp_case(1000, 1, block=128),
@@ -383,6 +459,33 @@ WARP_CASES = {
     ),
 }
 
+GPU_BLOCK = 128  # the block of most GPU cases
+
+
+def _compile_key(case: Shape) -> tuple:
+    """What a kernel is compiled for: a case with a new key costs a compilation on a GPU."""
+    return (case.dtype, case.config, case.log)
+
+
+def _reusing(cases, known) -> tuple[Shape, ...]:
+    """The ``cases`` whose kernels ``known`` cases compile anyway."""
+    keys = {_compile_key(c) for c in known}
+    return tuple(c for c in cases if _compile_key(c) in keys)
+
+
+def exact_size(cases) -> tuple[Shape, ...]:
+    """The cases compute-sanitizer runs (those of at most ``MAX_SIZE`` elements), in buffers
+    of exactly the data's size: memcheck then reports a read or write past the last row's
+    end, which the guard rows and padding of the checks would hide from it."""
+    from grader.sanitizer import MAX_SIZE
+
+    return tuple(replace(c, exact=True) for c in cases if c.size <= MAX_SIZE)
+
+
+# On a GPU: the boundary shapes of its launches whose kernels the cases compile anyway (the
+# simulator pass of gpu mode runs all of the simulator's).
+WARP_CASES["gpu"] += _reusing(warp_boundary_cases(GPU_BLOCK), WARP_CASES["gpu"])
+
 
 def _run_warp(ns, inputs, mode):
     case, x = inputs["case"], inputs["x"]
@@ -391,10 +494,10 @@ def _run_warp(ns, inputs, mode):
                      (np.dtype(case.dtype), pack, per_thread, width, rows_per_thread, case.log))
     rows_per_block = case.block // width * rows_per_thread
     grid = case.grid or L.blocks_for(case.rows, rows_per_block)
-    d_x = _device_input(x)
-    d_y, full = _device_output(x.shape, x.dtype)
+    d_x = _device_input(x, padded=True, exact=case.exact)
+    d_y, full = _device_output(x.shape, x.dtype, padded=True, exact=case.exact)
     _launch_kernel(kernel, grid, case.block, 0, d_x, d_y)
-    return _finish(full, case.rows)
+    return _finish(full, case.rows, case.cols)
 
 
 # --- exercises 4 and 5: block kernels -------------------------------------------------------------
@@ -403,6 +506,26 @@ def _block_case(rows, cols, dtype="float32", kind="normal", *, pack=None, grid=0
                 log=False):
     pack = pack_for(dtype, cols) if pack is None else pack
     return shape(rows, cols, dtype, kind, log=log, grid=grid, block=block, config=(pack,))
+
+
+def block_boundary_cases(blocks=(32, SIM_BLOCK)) -> tuple[Shape, ...]:
+    """Boundary shapes of the block kernels, from their launch parameters: for blocks of
+    each size in ``blocks`` and each pack size (float16 packs in the first size only),
+    rows one pack short of and one pack over what the block's threads cover in one pass
+    (``block * pack``); a grid of two blocks whose loop over the rows ends after the first
+    block's second row."""
+    cases = []
+    for block in blocks:
+        packs = (("float32", 4), ("float32", 1)) + ((("float16", 8),) if block == blocks[0]
+                                                   else ())
+        for dtype, pack in packs:
+            for cols in _edge_columns(block, pack):
+                if pack_for(dtype, cols) != pack:
+                    continue
+                k = len(cases)
+                cases.append(_block_case(3, cols, dtype, EDGE_KINDS[k % 4], grid=2, block=block,
+                                         log=k % 3 == 2))
+    return tuple(cases)
 
 
 BLOCK_CASES = {
@@ -415,6 +538,7 @@ BLOCK_CASES = {
         _block_case(2, 100, "float16", "large", log=True),
         _block_case(3, 200, kind="masked", grid=1, log=True),
         _block_case(2, 256, pack=2, block=64),
+        *block_boundary_cases(),
     ),
     "gpu": (
         _block_case(100, 1, block=128),
@@ -434,17 +558,20 @@ UNCACHED_EXTRA = {
             _block_case(4, 65536, kind="large", block=512, log=True)),
 }
 
+BLOCK_CASES["gpu"] += _reusing(block_boundary_cases((GPU_BLOCK, 2 * GPU_BLOCK)),
+                               BLOCK_CASES["gpu"])
+
 
 def _run_block(entry: str, cached: bool):
     def run(ns, inputs, mode):
         case, x = inputs["case"], inputs["x"]
         (pack,) = case.config
         kernel = _kernel(ns[entry], (np.dtype(case.dtype), pack, case.log))
-        d_x = _device_input(x)
-        d_y, full = _device_output(x.shape, x.dtype)
+        d_x = _device_input(x, padded=True, exact=case.exact)
+        d_y, full = _device_output(x.shape, x.dtype, padded=True, exact=case.exact)
         shared = 4 * case.cols if cached else 0
         _launch_kernel(kernel, case.grid or case.rows, case.block, shared, d_x, d_y)
-        return _finish(full, case.rows)
+        return _finish(full, case.rows, case.cols)
 
     return run
 
@@ -572,10 +699,10 @@ def _verify_log(got, expected, inputs, mode):
 # --- the exercises ------------------------------------------------------------------------------
 
 def _exercise(id_, title, entry, run, cases, verify=_verify, make=make_matrix,
-              ref=reference, needs=()):
+              ref=reference, needs=(), **more):
     return Exercise(id=f"softmax.{id_}", lesson=LESSON, title=title, entry=entry,
                     make_inputs=make, run=run, reference=ref, verify=verify, cases=cases,
-                    needs=needs)
+                    needs=needs, **more)
 
 
 EXERCISES = (
@@ -585,13 +712,14 @@ EXERCISES = (
               _run_naive, NAIVE_CASES, needs=("exp_sum_kernel", "normalize_kernel",
                                               "softmax_naive")),
     _exercise("warp", "warp softmax: a row in registers, shuffle all-reduce", "make_warp_softmax",
-              _run_warp, WARP_CASES),
+              _run_warp, WARP_CASES, sanitizer_cases=exact_size(WARP_CASES["gpu"])),
     _exercise("block_smem", "block softmax with the row cached in shared memory",
               "make_block_smem_softmax", _run_block("make_block_smem_softmax", True),
-              BLOCK_CASES),
+              BLOCK_CASES, sanitizer_cases=exact_size(BLOCK_CASES["gpu"])),
     _exercise("block_uncached", "block softmax for long rows: online max and sum",
               "make_block_uncached_softmax", _run_block("make_block_uncached_softmax", False),
-              {m: BLOCK_CASES[m] + UNCACHED_EXTRA[m] for m in ("sim", "gpu")}),
+              {m: BLOCK_CASES[m] + UNCACHED_EXTRA[m] for m in ("sim", "gpu")},
+              sanitizer_cases=exact_size(BLOCK_CASES["gpu"] + UNCACHED_EXTRA["gpu"])),
     _exercise("dispatch", "dispatcher: kernel by columns, block size by occupancy", "softmax_gpu",
               _run_dispatch, _dispatch_cases(), verify=_verify_dispatch, make=_make_dispatch,
               ref=_reference_dispatch, needs=("choose_block_size", "plan")),
