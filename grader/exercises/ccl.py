@@ -451,18 +451,36 @@ def _both(kind, shape):
     return [(kind, shape, 4), (kind, shape, 8)]
 
 
+# The lesson's tile of the per-block statistics (TILE; its threads cover TILE // PIXELS
+# runs of PIXELS pixels in each of TILE rows) in each mode.
+STATS_TILE = {"sim": 8, "gpu": 32}
+
+
+def edge_images(block: tuple[int, int]) -> list[tuple[str, tuple[int, int], int]]:
+    """Two images at the edges of a 2-D launch whose blocks (or tiles) cover ``block`` =
+    (x, y) pixels: one pixel row past one block row and one pixel short of two block
+    columns (the last block's last thread column has no pixel; a bound ``x <= width``
+    reads the next row's first pixel), and the transpose of that."""
+    bx, by = block
+    return [("random 0.5", (by + 1, 2 * bx - 1), 8), ("frame", (2 * by - 1, bx + 1), 4)]
+
+
+SIM_EDGES = edge_images(BLOCK["sim"]) + edge_images((STATS_TILE["sim"],) * 2)
+
 SIM_IMAGES = [
     ("random 0.3", (16, 16), 4), ("random 0.3", (12, 16), 8), ("random 0.41", (16, 16), 8),
     ("random 0.59", (16, 16), 4), ("random 0.59", (13, 11), 8), ("spiral", (12, 12), 4),
     ("maze", (13, 13), 8), *_both("checker", (8, 9)), ("comb", (9, 10), 4),
     ("frame", (12, 13), 8), ("empty", (5, 7), 4), ("full", (7, 9), 8),
     ("random 0.6", (1, 16), 4), ("random 0.6", (16, 1), 8), ("full", (1, 1), 4),
+    *SIM_EDGES,
 ]
 # fewer images where every case launches several scans or uses many barriers
 SIM_FEW = [
     ("random 0.3", (16, 16), 4), ("random 0.59", (13, 11), 8), ("spiral", (12, 12), 4),
     ("checker", (8, 9), 8), ("frame", (12, 13), 4), ("empty", (5, 7), 4),
     ("random 0.6", (1, 16), 4), ("random 0.6", (16, 1), 8), ("full", (1, 1), 4),
+    *SIM_EDGES,
 ]
 GPU_IMAGES = [
     *_both("random 0.3", (1024, 1024)), ("random 0.41", (1024, 1024), 8),
@@ -478,7 +496,7 @@ SIM_PROPAGATION = [
     ("random 0.3", (12, 12), 4), ("random 0.41", (10, 10), 8), ("random 0.59", (8, 9), 4),
     ("spiral", (6, 6), 4), ("maze", (7, 7), 8), *_both("checker", (6, 7)), ("comb", (5, 6), 4),
     ("frame", (7, 8), 8), ("empty", (3, 4), 4), ("random 0.6", (1, 12), 4),
-    ("random 0.6", (12, 1), 8), ("full", (1, 1), 4),
+    ("random 0.6", (12, 1), 8), ("full", (1, 1), 4), *edge_images(BLOCK["sim"]),
 ]
 GPU_PROPAGATION = [
     *_both("random 0.3", (512, 512)), ("random 0.41", (512, 512), 8),
