@@ -237,3 +237,20 @@ def test_the_tools_wait_for_a_result_they_can_judge():
     finished = grading._Gate()
     finished.result({"result": {"status": "failed"}})
     assert finished.then(tool, 2) == {"ran": True} and calls == [(2,)]
+
+
+def test_the_marker_kernel_has_a_name_ncu_can_demangle():
+    """ncu reports a kernel by its demangled function name ("name[abi:...]"); numba's mangled
+    name of a kernel without parameters does not demangle, and the report's segments then
+    never open (every metric rule came back "nothing was profiled" on an H100)."""
+    code = ("import re; from numba import cuda, int64; "
+            "from grader.runner import workbook_profile_marker as k; "
+            "ptx, _ = cuda.compile_ptx(k, (int64,), cc=(9, 0)); "
+            "print(re.search(r'\\.entry\\s+(\\S+?)\\(', ptx).group(1))")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    mangled = done.stdout.strip()
+    assert "23workbook_profile_marker" in mangled
+    assert not mangled.endswith("E"), f"{mangled}: no parameter types after the name"
