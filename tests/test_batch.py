@@ -160,7 +160,7 @@ def scheduler():
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster:
+                      dashboard_address="127.0.0.1:0") as cluster:
         yield cluster.scheduler_address
 
 
@@ -269,7 +269,9 @@ def test_cli_local_cluster_interrupted_keeps_results(tmp_path):
     planted(root / "carol.ipynb", ("reduction.simple", None, "while True:\n    pass\n"))
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env = dict(os.environ, TMPDIR=str(scratch), PYTHONPATH=str(ROOT))
+    env = dict(os.environ, TMPDIR=str(scratch),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
+                                                        os.environ.get("PYTHONPATH")])))
     proc = subprocess.Popen(
         [sys.executable, "-m", "grader.cli", "batch", str(root), "--out", str(out),
          "--mode", "sim", "--workers", "2", "-e", "reduction.simple", "--timeout", "600"],
@@ -278,6 +280,7 @@ def test_cli_local_cluster_interrupted_keeps_results(tmp_path):
     try:
         deadline = time.monotonic() + 120
         while not (out / "alice.json").exists() and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[0]
             time.sleep(0.2)
         assert (out / "alice.json").exists(), "alice was not graded in 120 s"
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the foreground group
