@@ -626,8 +626,10 @@ def grade_class(
     try:
         with Client(scheduler or cluster, set_as_default=False) as client:
             if cluster is None:
-                client.wait_for_workers(1, timeout=120)
-                mode = client.submit(_worker_mode, mode, pure=False).result()
+                # waits for a first worker (a batch job may still be queued): the mode is
+                # the workers' (gpu mode fails here when they have no GPU)
+                with console.status(f"waiting for a worker of {scheduler}"):
+                    mode = client.submit(_worker_mode, mode, pure=False).result()
             else:
                 client.register_plugin(StopGradingProcesses())
             options = Options(mode, exercises, metrics, sanitizers, timeout, seed)

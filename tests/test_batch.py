@@ -252,6 +252,16 @@ def test_fingerprint_covers_content_and_options():
     assert base.fingerprint(b"nb") == Options("sim", ("reduction.simple",)).fingerprint(b"nb")
 
 
+@pytest.mark.sim_only
+def test_gpu_mode_needs_workers_with_a_gpu(tmp_path, scheduler):
+    from workbook.mode import ModeError
+
+    planted(tmp_path / "in" / "alice.ipynb")
+    with pytest.raises(ModeError, match="no GPU"):
+        grade_class(tmp_path / "in", tmp_path / "out", mode="gpu", scheduler=scheduler)
+    assert not list((tmp_path / "out").glob("*.json"))
+
+
 def test_cli_usage_errors():
     runner = CliRunner()
     unknown = runner.invoke(app, ["batch", str(ROOT / "solutions"), "-e", "reduction.nope"])
