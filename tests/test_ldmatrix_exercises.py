@@ -2,6 +2,7 @@
 
 import pytest
 from solution_cells import bug_id, namespace_with
+from test_watchdog import simulated_threads
 
 import workbook
 from grader.exercise import check_exercise
@@ -108,6 +109,10 @@ def test_buggy_variant_rejected(exercise, bug, old, new, words):
     result = check_exercise(get_exercise(f"ldmatrix.{exercise}"), ns, workbook.MODE)
     assert not result.passed, f"{bug} was not caught: {result.summary()}"
     assert words in result.summary()
+    # the error in one lane stops the block: no lane may stay blocked in a warp-wide
+    # ldmatrix (its lock held by a lane that was stopped) and outlive the check
+    if workbook.MODE == "sim":
+        assert not simulated_threads(), "threads of the stopped kernel still run"
 
 
 def test_c_stub_is_not_implemented():

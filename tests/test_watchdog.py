@@ -25,6 +25,7 @@ from test_grading import write_notebook
 from grader.exercise import SIZE_PER_BOUND, Case, case_time_limit, check_exercise
 from grader.exercises import get
 from grader.results import PASSED, TIMEOUT
+from workbook.sim.watchdog import KernelStopped, StoppableLock
 
 SIM = pytest.mark.sim_only  # kernels that never end: on a GPU they could not be stopped
 
@@ -100,6 +101,50 @@ def test_host_code_that_never_returns_is_reported_as_such(short_bound):
     assert time.monotonic() - start < BOUND + SLACK
     assert result.status == TIMEOUT
     assert "no kernel was running: the host code did not finish" in result.messages[0]
+
+
+def test_waiters_for_a_lock_left_held_by_a_stopped_thread_give_up():
+    """A stop that lands while a thread holds a warp's lock leaves it held; the threads
+    waiting for it must still end once stopped, not block forever out of the stop's reach."""
+    lock = StoppableLock()
+    condition = threading.Condition(lock)
+    holder = threading.Thread(target=lock.acquire)  # ends holding the lock
+    holder.start()
+    holder.join()
+    outcome = []
+
+    def wait_for_lock():
+        try:
+            with condition:
+                outcome.append("acquired")
+        except KernelStopped:
+            outcome.append("gave up")
+
+    waiter = threading.Thread(target=wait_for_lock)
+    waiter.start()
+    time.sleep(0.2)
+    assert waiter.is_alive() and not outcome  # still waiting: the lock is held
+    waiter.abort = True
+    waiter.join(timeout=2)
+    assert not waiter.is_alive() and outcome == ["gave up"]
+
+
+def test_stoppable_lock_serves_a_condition():
+    lock = StoppableLock()
+    condition = threading.Condition(lock)
+    ready = []
+
+    def notify():
+        with condition:
+            with condition:  # reentrant, as an RLock
+                ready.append(True)
+                condition.notify_all()
+
+    with condition:
+        threading.Thread(target=notify).start()
+        assert condition.wait_for(lambda: ready, timeout=2)
+    with pytest.raises(RuntimeError):
+        lock.release()  # not held
 
 
 def test_bound_grows_with_the_case_and_is_configurable(monkeypatch):

@@ -59,6 +59,8 @@ import time
 
 import numpy as np
 
+from workbook.sim.watchdog import StoppableLock
+
 __all__ = ["DEFAULT_TIMEOUT", "INTRINSICS", "TIMEOUT_ENV", "WarpCollectiveError", "WarpTypeError",
            "collective", "install"]
 
@@ -176,7 +178,7 @@ class _Warp:
     def __init__(self, index: int, existing: int):
         self.index = index
         self.existing = existing
-        self.cond = threading.Condition()
+        self.cond = threading.Condition(StoppableLock())  # stopped waiters give up
         self.pending: dict[int, _Arrival] = {}
         self.at_activemask: dict[int, _Arrival] = {}
         self.threads: dict[int, threading.Thread] = {}

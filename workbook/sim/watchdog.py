@@ -23,6 +23,8 @@ from pathlib import Path
 TIMEOUT_ENV = "WORKBOOK_CHECK_TIMEOUT"
 DEFAULT_TIMEOUT = 20.0
 STOP_WAIT_S = 3.0  # how long stopped threads get to end
+COOPERATIVE_STOP_S = 0.2  # how long waiting threads get to see the abort before being raised in
+LOCK_POLL_S = 0.05  # how often a thread waiting for a StoppableLock looks for an abort
 
 _LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, str(Path(__file__).parents[1]),
                        os.path.dirname(threading.__file__)})
@@ -65,6 +67,70 @@ def check_timeout() -> float:
     if seconds <= 0:
         raise ValueError(f"{TIMEOUT_ENV}={text!r} must be a positive number of seconds")
     return seconds
+
+
+class StoppableLock:
+    """A reentrant lock for state shared by simulated threads, usable by
+    :class:`threading.Condition`, whose waiters give up (raise :class:`KernelStopped`) once
+    their thread is stopped.
+
+    Stopping raises an exception inside running threads; one that lands while a thread holds
+    a lock can leave the lock held by a thread that has ended. A plain lock's waiters would
+    then block forever, out of reach of the stop, and stay alive after the kernel was stopped.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._owner: threading.Thread | None = None  # not an ident: those are reused
+        self._count = 0
+
+    def _take(self) -> None:
+        thread = threading.current_thread()
+        while not self._lock.acquire(timeout=LOCK_POLL_S):
+            if getattr(thread, "abort", False):
+                raise KernelStopped
+        self._owner = thread
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self._owner is threading.current_thread():
+            self._count += 1
+            return True
+        if not blocking or timeout >= 0:
+            if not self._lock.acquire(blocking, timeout):
+                return False
+            self._owner = threading.current_thread()
+        else:
+            self._take()
+        self._count = 1
+        return True
+
+    def release(self) -> None:
+        if self._owner is not threading.current_thread():
+            if getattr(threading.current_thread(), "abort", False):
+                return  # a stopped thread that gave up waiting for the lock holds nothing
+            raise RuntimeError("cannot release a lock this thread does not hold")
+        self._count -= 1
+        if not self._count:
+            self._owner = None
+            self._lock.release()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    # the protocol threading.Condition uses to wait with a lock held
+    def _is_owned(self) -> bool:
+        return self._owner is threading.current_thread()
+
+    def _release_save(self) -> int:
+        count, self._count, self._owner = self._count, 0, None
+        self._lock.release()
+        return count
+
+    def _acquire_restore(self, count: int) -> None:
+        self._take()
+        self._count = count
 
 
 def _raise_in(thread_id: int, exc_type: type[BaseException] | None) -> None:
@@ -111,7 +177,9 @@ def stop_threads(threads: Sequence[threading.Thread]) -> list[threading.Thread]:
         thread.syncthreads_event.set()
     start = time.monotonic()
     live = [t for t in threads if t.is_alive()]
-    last_raise = -1.0
+    # waiting threads see the abort and end by themselves: raising in them could land while
+    # they hold a lock; only threads still running student code after a moment are raised in
+    last_raise = start + COOPERATIVE_STOP_S - 0.5
     while live and time.monotonic() - start < STOP_WAIT_S:
         if time.monotonic() - last_raise > 0.5:  # again for a thread that was in C code
             last_raise = time.monotonic()
@@ -217,5 +285,5 @@ def _causes(states: set[str], looping: bool) -> list[str]:
     return causes
 
 
-__all__ = ["DEFAULT_TIMEOUT", "KernelStopped", "KernelTimeout", "TIMEOUT_ENV", "check_timeout",
-           "describe_block", "stop_threads", "time_limit"]
+__all__ = ["DEFAULT_TIMEOUT", "KernelStopped", "KernelTimeout", "StoppableLock", "TIMEOUT_ENV",
+           "check_timeout", "describe_block", "stop_threads", "time_limit"]
