@@ -2,14 +2,18 @@
 
     python benchmarks/metric_rules.py OUT_DIR [LESSON ...] [--only EXERCISE_ID ...]
 
-For each exercise that declares metric rules: the reference solution must pass
-every rule against itself-in-the-same-run, and the lesson's slow-but-correct
-variant (``SLOW_VARIANTS`` beside the exercise) must be graded correct on its
-output yet fail every rule. Writes OUT_DIR/metric_rules-<lesson>.json, a table, and the
-.ncu-rep files (OUT_DIR/ncu/<exercise>-{solution,reference,slow}.ncu-rep) that
-tests/test_metric_rules.py replays on machines without a GPU. With ``--only``, just those
-exercises are validated and their records replace the ones already in
-OUT_DIR/metric_rules-<lesson>.json (each record carries its own device and date).
+For each exercise that declares metric rules, profiled against the reference solution
+(one profile of it per exercise): the reference solution itself must pass every rule, each
+correct-but-different submission (``CORRECT_VARIANTS`` beside the exercise) must be graded
+correct and pass every rule, and the lesson's slow-but-correct variant (``SLOW_VARIANTS``)
+must be graded correct on its output yet fail every rule. A table gives, per rule, both
+groups' ratios and how far the bound sits from each (``grader.metric_rules.separation``):
+the evidence a threshold is set from. Writes OUT_DIR/metric_rules-<lesson>.json, the table
+(OUT_DIR/metric_rules-<lesson>.md), and the .ncu-rep files
+(OUT_DIR/ncu/<exercise>-{solution,reference,slow}.ncu-rep) that tests/test_metric_rules.py
+replays on machines without a GPU. With ``--only``, just those exercises are validated and
+their records replace the ones already in OUT_DIR/metric_rules-<lesson>.json (each record
+carries its own device and date).
 """
 
 from __future__ import annotations
@@ -28,13 +32,15 @@ sys.path.insert(0, str(ROOT))
 
 from grader import exercises as catalogue  # noqa: E402
 from grader.grade import run_in_subprocess  # noqa: E402
-from grader.metric_rules import format_outcome  # noqa: E402
-from grader.profiling import assess, reference_cells  # noqa: E402
+from grader.metric_rules import format_outcome, separation  # noqa: E402
+from grader.ncu import NotAssessed  # noqa: E402
+from grader.profiling import profile_cells, reference_cells  # noqa: E402
 from workbook.mode import select_mode  # noqa: E402
 
 
-def slow_cells(exercise, variant) -> list[dict]:
-    """The reference cells with the exercise's cell replaced by the slow variant."""
+def variant_cells(exercise, variant) -> list[dict]:
+    """The reference cells with the exercise's cell changed by ``(description, old, new)``:
+    ``old`` replaced by ``new``, or with no ``old`` the whole cell replaced by ``new``."""
     _, old, new = variant
     cells = reference_cells(exercise)
     for cell in cells:
@@ -57,6 +63,96 @@ def main(out: Path, lessons: list[str], only: list[str]) -> int:
     return 1 if problems else 0
 
 
+def graded_correct(ex, cells) -> tuple[bool, list[str]]:
+    result = run_in_subprocess(ex, {"mode": "gpu", "exercise_id": ex.id, "cells": cells}, 600)
+    return result.passed, result.messages
+
+
+def profile(ex, cells, work: Path, label: str) -> dict | str:
+    """The exercise's metrics for ``cells``, or why they could not be measured."""
+    try:
+        return profile_cells(ex, cells, work, label)
+    except NotAssessed as exc:
+        return f"not assessed: {exc}"
+
+
+def validate_exercise(ex, slow, correct_variants, reports: Path) -> tuple[dict, list[str]]:
+    """Profile the reference, the solution, the correct variants and the slow variant."""
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        reference = profile(ex, reference_cells(ex), work, "reference")
+        if isinstance(reference, str):
+            return {"exercise": ex.id, "problem": reference}, [f"{ex.id}: reference {reference}"]
+        groups = {"solution": ("the reference solution", reference_cells(ex), True)}
+        groups["slow"] = (slow[0], variant_cells(ex, slow), False)
+        for number, variant in enumerate(correct_variants, 1):
+            groups[f"correct-{number}"] = (variant[0], variant_cells(ex, variant), True)
+        runs = {}
+        for label, (description, cells, should_pass) in groups.items():
+            correct, messages = (True, []) if label == "solution" else graded_correct(ex, cells)
+            if not correct:
+                problems.append(f"{ex.id} {label} ({description}) is not correct: {messages}")
+            student = profile(ex, cells, work, label)
+            if isinstance(student, str):
+                problems.append(f"{ex.id} {label} ({description}): {student}")
+                runs[label] = {"description": description, "correct": correct,
+                               "problem": student}
+                continue
+            outcomes = [r.evaluate(student[r.metric], reference[r.metric])
+                        for r in ex.metric_rules]
+            want = "passed" if should_pass else "failed"
+            for outcome in outcomes:
+                print(f"{ex.id:24s} {label:10s} {format_outcome(outcome)}", flush=True)
+                if outcome["status"] != want:
+                    problems.append(f"{ex.id} {label} ({description}): {outcome['label']} "
+                                    f"{outcome['status']} (expected {want})")
+            runs[label] = {"description": description, "correct": correct, "rules": outcomes,
+                           "student": student, "reference": reference}
+        for label in ("solution", "reference", "slow"):
+            if (work / f"{label}.ncu-rep").exists():
+                shutil.copy(work / f"{label}.ncu-rep", reports / f"{ex.id}-{label}.ncu-rep")
+    record = {"exercise": ex.id, "slow_variant": slow[0],
+              "slow_variant_correct": runs["slow"]["correct"],
+              "solution": runs["solution"], "slow": runs["slow"],
+              "correct_variants": [runs[k] for k in runs if k.startswith("correct-")]}
+    record["separation"] = separations(ex, record)
+    return record, problems
+
+
+def separations(ex, record: dict) -> list[dict]:
+    """Per ratio bound: the correct group's worst ratio, the slow variant's, and margins."""
+    measured = [run for run in (record["solution"], *record["correct_variants"])
+                if "rules" in run]
+    if "rules" not in record["slow"] or not measured:
+        return []
+    entries = []
+    for index, rule in enumerate(ex.metric_rules):
+        ratios = [run["rules"][index]["ratio"] for run in measured]
+        slow = record["slow"]["rules"][index]["ratio"]
+        if None not in ratios and slow is not None:
+            entries += separation(rule, ratios, slow)
+    return entries
+
+
+def table(records: list[dict]) -> str:
+    """Markdown: per rule, both groups' ratios and the bound's margins."""
+    lines = ["| exercise | rule | bound | solution | correct variants | slow | headroom "
+             "| slow margin | balanced bound |", "|" + " --- |" * 9]
+    for record in records:
+        for entry in record.get("separation", []):
+            index = next(i for i, o in enumerate(record["solution"]["rules"])
+                         if o["metric"] == entry["metric"])
+            correct = ", ".join(f"{run['rules'][index]['ratio']:.2f}"
+                                for run in record["correct_variants"] if "rules" in run)
+            suggested = f"{entry['suggested']:.2f}" if entry["suggested"] else "none"
+            lines.append(f"| {record['exercise']} | {entry['label']} | {entry['bound']} "
+                         f"| {record['solution']['rules'][index]['ratio']:.2f} | {correct} "
+                         f"| {entry['slow']:.2f} | {entry['headroom']:.2f} "
+                         f"| {entry['slow_margin']:.2f} | {suggested} |")
+    return "\n".join(lines) + "\n"
+
+
 def validate_lesson(lesson: str, out: Path, only: set[str] = frozenset()) -> list[str]:
     """Validate one lesson's rules, write OUT/metric_rules-<lesson>.json; return problems."""
     from workbook.bench import device_name
@@ -66,35 +162,20 @@ def validate_lesson(lesson: str, out: Path, only: set[str] = frozenset()) -> lis
     exercises = catalogue.LESSONS[lesson]
     # exercise ids are "<module>.<name>": the module beside the exercises holds the variants
     module = importlib.import_module(f"grader.exercises.{exercises[0].id.split('.')[0]}")
-    variants = getattr(module, "SLOW_VARIANTS", {})
+    slow_variants = getattr(module, "SLOW_VARIANTS", {})
+    correct_variants = getattr(module, "CORRECT_VARIANTS", {})
     records, problems = [], []
     for ex in (e for e in exercises if e.metric_rules and (not only or e.id in only)):
-        variant = variants.get(ex.id)
-        if variant is None:
+        slow = slow_variants.get(ex.id)
+        if slow is None:
             problems.append(f"{ex.id}: no slow variant declared")
             continue
-        correct = run_in_subprocess(ex, {"mode": "gpu", "exercise_id": ex.id,
-                                         "cells": slow_cells(ex, variant)}, 600)
-        if not correct.passed:
-            problems.append(f"{ex.id}: slow variant is not correct: {correct.messages}")
-        runs = {}
-        for label, cells in (("solution", reference_cells(ex)), ("slow", slow_cells(ex, variant))):
-            with tempfile.TemporaryDirectory() as tmp:
-                runs[label] = assess(ex, cells, "gpu", keep=Path(tmp))
-                reports = out / "ncu"
-                for name, kept in (("student", label), ("reference", "reference")):
-                    if Path(tmp, f"{name}.ncu-rep").exists():
-                        shutil.copy(Path(tmp, f"{name}.ncu-rep"),
-                                    reports / f"{ex.id}-{kept}.ncu-rep")
-        for label, want in (("solution", "passed"), ("slow", "failed")):
-            for outcome in runs[label]["rules"]:
-                print(f"{ex.id:24s} {label:8s} {format_outcome(outcome)}", flush=True)
-                if outcome["status"] != want:
-                    problems.append(f"{ex.id} {label}: {outcome['label']} {outcome['status']}"
-                                    f" (expected {want})")
-        records.append({"exercise": ex.id, "device": device, "date": today,
-                        "slow_variant": variant[0], "slow_variant_correct": correct.passed,
-                        **runs})
+        if len(correct_variants.get(ex.id, ())) < 2:
+            problems.append(f"{ex.id}: fewer than two correct variants declared")
+        record, found = validate_exercise(ex, slow, correct_variants.get(ex.id, ()),
+                                          out / "ncu")
+        records.append({**record, "device": device, "date": today})
+        problems += found
     path = out / f"metric_rules-{lesson}.json"
     if only and path.exists():  # keep the other exercises' records
         previous = json.loads(path.read_text())
@@ -107,6 +188,9 @@ def validate_lesson(lesson: str, out: Path, only: set[str] = frozenset()) -> lis
     result = {"device": device, "date": today, "lesson": lesson, "exercises": records,
               "problems": problems}
     path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    (out / f"metric_rules-{lesson}.md").write_text(
+        f"{lesson}, {device}, {today}: ratio = value / reference value\n\n" + table(records))
+    print(table(records))
     print("\n".join(["", f"{lesson} problems:", *problems]) if problems
           else f"\n{lesson}: all rules validated")
     return problems

@@ -61,3 +61,28 @@ def format_outcome(outcome: dict) -> str:
     return (f"{outcome['label']}: {outcome['value']:,.4g} vs reference "
             f"{outcome['reference']:,.4g} ({ratio}); rule {outcome['rule']}: "
             f"{outcome['status']}")
+
+
+def separation(rule: MetricRule, correct: list[float], slow: float) -> list[dict]:
+    """How a rule's ratio bounds sit between two groups measured against the same reference:
+    ``correct`` (ratios of correct solutions, the reference's own included), which must pass,
+    and ``slow`` (a slow variant's ratio), which must fail.
+
+    One entry per ratio bound: ``headroom`` is the factor by which the worst correct ratio
+    clears the bound and ``slow_margin`` the factor by which the slow ratio misses it (both
+    above 1 when the bound separates the groups); ``suggested`` is the geometric mean of the
+    two ratios, the bound with equal margins on both sides, or None if no bound separates them.
+    """
+    entries = []
+    for bound, upper in ((rule.max_ratio, True), (rule.min_ratio, False)):
+        if bound is None:
+            continue
+        worst = max(correct) if upper else min(correct)
+        headroom = bound / worst if upper else worst / bound
+        slow_margin = slow / bound if upper else bound / slow
+        separable = worst < slow if upper else worst > slow
+        entries.append({"metric": rule.metric, "label": rule.label,
+                        "bound": f"{'<=' if upper else '>='} {bound:g}", "worst_correct": worst,
+                        "slow": slow, "headroom": headroom, "slow_margin": slow_margin,
+                        "suggested": (worst * slow) ** 0.5 if separable else None})
+    return entries

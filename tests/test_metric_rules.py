@@ -14,7 +14,7 @@ import pytest
 
 from grader import ncu
 from grader.exercises import get
-from grader.metric_rules import MetricRule, format_outcome
+from grader.metric_rules import MetricRule, format_outcome, separation
 from grader.profiling import apply_metric_rules, assess
 from grader.results import ExerciseResult
 
@@ -61,6 +61,74 @@ def test_rules_pass_the_solution_and_fail_the_slow_variant(exercise_id):
                              record["slow"]["reference"][rule.metric])
         assert solution["status"] == "passed", format_outcome(solution)
         assert slow["status"] == "failed", format_outcome(slow)
+
+
+CORRECT_RUNS = [(exercise_id, run) for exercise_id, record in sorted(RECORDED.items())
+                for run in record.get("correct_variants", [])]
+
+
+# Correct-but-different solutions profiled on a GPU: today's rules must let every one pass.
+@pytest.mark.parametrize("exercise_id,run", CORRECT_RUNS,
+                         ids=[f"{e}-{r['description'][:40]}" for e, r in CORRECT_RUNS])
+def test_rules_pass_the_correct_variants_recorded_on_a_gpu(exercise_id, run):
+    assert run["correct"], run["description"]
+    for rule in get(exercise_id).metric_rules:
+        outcome = rule.evaluate(run["student"][rule.metric], run["reference"][rule.metric])
+        assert outcome["status"] == "passed", f"{run['description']}: {format_outcome(outcome)}"
+
+
+def test_separation_measures_both_groups_against_each_bound():
+    upper = MetricRule("m", "duration", "why", "gpu", max_ratio=1.25)
+    (entry,) = separation(upper, [1.0, 1.31], slow=2.03)
+    assert entry["bound"] == "<= 1.25"
+    assert entry["headroom"] == pytest.approx(1.25 / 1.31)  # below 1: a correct one fails
+    assert entry["slow_margin"] == pytest.approx(2.03 / 1.25)
+    assert entry["suggested"] == pytest.approx((1.31 * 2.03) ** 0.5)
+    lower = MetricRule("m", "DRAM", "why", "gpu", min_ratio=0.8)
+    (entry,) = separation(lower, [0.98, 0.76], slow=0.58)
+    assert entry["headroom"] == pytest.approx(0.76 / 0.8)
+    assert entry["slow_margin"] == pytest.approx(0.8 / 0.58)
+    both = MetricRule("m", "x", "why", "gpu", max_ratio=2.0, min_ratio=0.5)
+    assert len(separation(both, [1.0], slow=3.0)) == 2
+    (overlap,) = separation(upper, [1.0, 2.5], slow=2.03)  # no bound separates the groups
+    assert overlap["suggested"] is None
+
+
+def _metric_rules_benchmark():
+    import importlib.util
+
+    path = ROOT / "benchmarks" / "metric_rules.py"
+    spec = importlib.util.spec_from_file_location("metric_rules_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_validates_both_groups_and_writes_the_table(tmp_path, monkeypatch):
+    """benchmarks/metric_rules.py without a GPU: a stand-in profiler gives each run a
+    duration and DRAM share; a correct variant over the bound is reported as a problem."""
+    bench = _metric_rules_benchmark()
+    exercise = get("reduction.shuffle")
+    duration = {"reference": 100.0, "solution": 101.0, "slow": 203.0, "correct-1": 131.0}
+    monkeypatch.setattr(bench, "profile_cells", lambda ex, cells, work, label: {
+        "gpu__time_duration.sum": duration.get(label, 110.0),
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed": 9000 / duration.get(label, 110)})
+    monkeypatch.setattr(bench, "graded_correct", lambda ex, cells: (True, []))
+    problems = bench.validate_lesson(exercise.lesson, tmp_path, {exercise.id})
+    record = json.loads((tmp_path / "metric_rules-02_reduction.json").read_text())
+    (result,) = record["exercises"]
+    assert [r["description"] for r in result["correct_variants"]] == [
+        v[0] for v in bench.importlib.import_module("grader.exercises.reduction")
+        .CORRECT_VARIANTS[exercise.id]]
+    assert result["slow"]["rules"][0]["status"] == "failed"
+    table = (tmp_path / "metric_rules-02_reduction.md").read_text()
+    assert "| reduction.shuffle | duration |" in table and "| 2.03 |" in table
+    by_rule = {e["label"]: e for e in result["separation"]}
+    worst = max(duration["correct-1"], 110.0) / duration["reference"]
+    assert by_rule["duration"]["worst_correct"] == pytest.approx(worst)
+    over = worst > exercise.metric_rules[0].max_ratio
+    assert any("correct-1" in p for p in problems) == over, problems
+    assert not any("slow" in p or "solution" in p for p in problems), problems
 
 
 def test_every_exercise_with_rules_was_validated_on_a_gpu():

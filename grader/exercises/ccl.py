@@ -936,3 +936,258 @@ def blob_stats_block_kernel(labels, height, width, area, xmin, xmax, ymin, ymax,
         cuda.atomic.add(ysum, k, y)
 '''),
 }
+
+# Correct submissions written differently from the reference, each (description, text in
+# the solution cell, replacement) as above. Each must be graded correct on its output and
+# pass every metric rule of its exercise on a GPU: benchmarks/metric_rules.py profiles them
+# beside the slow variants and records both groups' ratios, the evidence the rules'
+# thresholds are set from. All of them read each label once and make one global atomic per
+# field for each blob of a tile, as the reference does.
+_STATS_TABLE = '''
+    keys = cuda.shared.array(TABLE, int32)
+    t_area = cuda.shared.array(TABLE, int32)
+    t_xmin = cuda.shared.array(TABLE, int32)
+    t_xmax = cuda.shared.array(TABLE, int32)
+    t_ymin = cuda.shared.array(TABLE, int32)
+    t_ymax = cuda.shared.array(TABLE, int32)
+    t_xsum = cuda.shared.array(TABLE, int64)
+    t_ysum = cuda.shared.array(TABLE, int64)
+    t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    threads = cuda.blockDim.x * cuda.blockDim.y
+    for s in range(t, TABLE, threads):
+        keys[s] = EMPTY
+        t_area[s] = 0
+        t_xmin[s] = BIG
+        t_xmax[s] = -1
+        t_ymin[s] = BIG
+        t_ymax[s] = -1
+        t_xsum[s] = 0
+        t_ysum[s] = 0
+    cuda.syncthreads()
+'''
+
+_STATS_FLUSH = '''
+    cuda.syncthreads()
+    for s in range(t, TABLE, threads):
+        k = keys[s]
+        if k != EMPTY:
+            cuda.atomic.add(area, k, t_area[s])
+            cuda.atomic.min(xmin, k, t_xmin[s])
+            cuda.atomic.max(xmax, k, t_xmax[s])
+            cuda.atomic.min(ymin, k, t_ymin[s])
+            cuda.atomic.max(ymax, k, t_ymax[s])
+            cuda.atomic.add(xsum, k, t_xsum[s])
+            cuda.atomic.add(ysum, k, t_ysum[s])
+'''
+
+_STATS_FIELDS = "keys, t_area, t_xmin, t_xmax, t_ymin, t_ymax, t_xsum, t_ysum"
+
+CORRECT_VARIANTS = {
+    "ccl.stats_block": (
+        ("multiplicative hash, triangular probing", None, '''
+TILE = 32 if workbook.MODE == "gpu" else 8
+PIXELS = 8 if workbook.MODE == "gpu" else 4
+STATS_THREADS = (TILE // PIXELS, TILE)
+TABLE_BITS = 2 * (TILE.bit_length() - 1)
+TABLE = 1 << TABLE_BITS  # TILE * TILE slots, a power of two
+EMPTY = -1
+BIG = 2**31 - 1
+
+
+@cuda.jit(device=True)
+def table_add(''' + _STATS_FIELDS + ''',
+              k, n, first, last, xs, y):
+    s = ((int64(k) * 2654435761) & 0xFFFFFFFF) >> (32 - TABLE_BITS)  # the top bits (Knuth)
+    step = 0
+    while True:
+        old = cuda.atomic.cas(keys, s, EMPTY, k)
+        if old == EMPTY or old == k:
+            break
+        step += 1
+        s = (s + step) & (TABLE - 1)  # offsets 1, 3, 6, 10, ... visit every slot
+    cuda.atomic.add(t_area, s, n)
+    cuda.atomic.min(t_xmin, s, first)
+    cuda.atomic.max(t_xmax, s, last)
+    cuda.atomic.min(t_ymin, s, y)
+    cuda.atomic.max(t_ymax, s, y)
+    cuda.atomic.add(t_xsum, s, xs)
+    cuda.atomic.add(t_ysum, s, n * y)
+
+
+@cuda.jit
+def blob_stats_block_kernel(labels, height, width, area, xmin, xmax, ymin, ymax, xsum, ysum):
+''' + _STATS_TABLE + '''
+    y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    x0 = cuda.blockIdx.x * TILE + cuda.threadIdx.x * PIXELS
+    current = -1
+    n = first = last = xs = 0
+    if y < height:
+        for x in range(x0, min(x0 + PIXELS, width)):
+            k = labels[y * width + x] - 1
+            if k < 0:
+                continue
+            if k != current:
+                if current >= 0:
+                    table_add(''' + _STATS_FIELDS + ''',
+                              current, n, first, last, xs, y)
+                current, n, first, xs = k, 0, x, 0
+            n += 1
+            last = x
+            xs += x
+    if current >= 0:
+        table_add(''' + _STATS_FIELDS + ''',
+                  current, n, first, last, xs, y)
+''' + _STATS_FLUSH),
+        ("warp-aggregated: match_any_sync, the lowest peer adds the warp's sums", None, '''
+TILE = 32 if workbook.MODE == "gpu" else 8
+PIXELS = 8 if workbook.MODE == "gpu" else 4
+STATS_THREADS = (TILE // PIXELS, TILE)
+TABLE = TILE * TILE
+EMPTY = -1
+BIG = 2**31 - 1
+
+
+@cuda.jit(device=True)
+def table_add(''' + _STATS_FIELDS + ''',
+              k, n, x_lo, x_hi, y_lo, y_hi, xs, ys):
+    s = k % TABLE
+    while True:
+        old = cuda.atomic.cas(keys, s, EMPTY, k)
+        if old == EMPTY or old == k:
+            break
+        s = (s + 1) % TABLE
+    cuda.atomic.add(t_area, s, n)
+    cuda.atomic.min(t_xmin, s, x_lo)
+    cuda.atomic.max(t_xmax, s, x_hi)
+    cuda.atomic.min(t_ymin, s, y_lo)
+    cuda.atomic.max(t_ymax, s, y_hi)
+    cuda.atomic.add(t_xsum, s, xs)
+    cuda.atomic.add(t_ysum, s, ys)
+
+
+@cuda.jit
+def blob_stats_block_kernel(labels, height, width, area, xmin, xmax, ymin, ymax, xsum, ysum):
+''' + _STATS_TABLE + '''
+    y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    x0 = cuda.blockIdx.x * TILE + cuda.threadIdx.x * PIXELS
+    current = -1
+    n = first = last = xs = 0
+    if y < height:
+        for x in range(x0, min(x0 + PIXELS, width)):
+            k = labels[y * width + x] - 1
+            if k < 0:
+                continue
+            if k != current:
+                if current >= 0:  # a run that ends inside the thread's pixels: add it now
+                    table_add(''' + _STATS_FIELDS + ''',
+                              current, n, first, last, y, y, xs, n * y)
+                current, n, first, xs = k, 0, x, 0
+            n += 1
+            last = x
+            xs += x
+    # The last runs: the lanes of a warp that hold the same blob sum them first.
+    lanes = min(32, threads - (t - t % 32))  # the last warp of a small block is partial
+    mask = FULL_MASK if lanes == 32 else (1 << lanes) - 1
+    peers = cuda.match_any_sync(mask, current)
+    if current >= 0:
+        total = total_xs = total_ys = 0
+        x_lo = y_lo = BIG
+        x_hi = y_hi = -1
+        rest = peers & 0xFFFFFFFF  # peers is an int32 whose sign bit is lane 31
+        while rest != 0:
+            src = cuda.ffs(rest) - 1
+            rest &= rest - 1
+            total += cuda.shfl_sync(peers, n, src)
+            x_lo = min(x_lo, cuda.shfl_sync(peers, first, src))
+            x_hi = max(x_hi, cuda.shfl_sync(peers, last, src))
+            other_y = cuda.shfl_sync(peers, y, src)
+            y_lo = min(y_lo, other_y)
+            y_hi = max(y_hi, other_y)
+            total_xs += cuda.shfl_sync(peers, xs, src)
+            total_ys += cuda.shfl_sync(peers, n * y, src)
+        if (peers & cuda.lanemask_lt()) == 0:  # no lower peer: this lane is the leader
+            table_add(''' + _STATS_FIELDS + ''',
+                      current, total, x_lo, x_hi, y_lo, y_hi, total_xs, total_ys)
+''' + _STATS_FLUSH),
+        ("1-D block, runs ended at every label change, 2-D shared tables", None, '''
+TILE = 32 if workbook.MODE == "gpu" else 8
+PIXELS = 8 if workbook.MODE == "gpu" else 4
+SEGMENTS = TILE // PIXELS  # runs of PIXELS pixels in a row of the tile
+STATS_THREADS = (SEGMENTS * TILE,)  # thread t: segment t % SEGMENTS of row t // SEGMENTS
+TABLE = TILE * TILE
+EMPTY = -1
+BIG = 2**31 - 1
+X_MIN, X_MAX, Y_MIN, Y_MAX = 0, 1, 2, 3  # rows of the bounds table
+X_SUM, Y_SUM = 0, 1  # rows of the sums table
+
+
+@cuda.jit(device=True)
+def add_run(keys, counts, bounds, sums, k, first, last, y):
+    """Pixels first..last of row y, all of blob k, into the block's table."""
+    s = k % TABLE
+    while True:
+        old = cuda.atomic.cas(keys, s, EMPTY, k)
+        if old == k or old == EMPTY:
+            break
+        s = (s + 1) % TABLE
+    n = last - first + 1
+    cuda.atomic.add(counts, s, n)
+    cuda.atomic.min(bounds, (X_MIN, s), first)
+    cuda.atomic.max(bounds, (X_MAX, s), last)
+    cuda.atomic.min(bounds, (Y_MIN, s), y)
+    cuda.atomic.max(bounds, (Y_MAX, s), y)
+    cuda.atomic.add(sums, (X_SUM, s), (first + last) * n // 2)
+    cuda.atomic.add(sums, (Y_SUM, s), n * y)
+
+
+@cuda.jit
+def blob_stats_block_kernel(labels, height, width, area, xmin, xmax, ymin, ymax, xsum, ysum):
+    keys = cuda.shared.array(TABLE, int32)
+    counts = cuda.shared.array(TABLE, int32)
+    bounds = cuda.shared.array((4, TABLE), int32)
+    sums = cuda.shared.array((2, TABLE), int64)
+    t = cuda.threadIdx.x
+    for s in range(t, TABLE, cuda.blockDim.x):
+        keys[s] = EMPTY
+        counts[s] = 0
+        bounds[X_MIN, s] = BIG
+        bounds[X_MAX, s] = -1
+        bounds[Y_MIN, s] = BIG
+        bounds[Y_MAX, s] = -1
+        sums[X_SUM, s] = 0
+        sums[Y_SUM, s] = 0
+    cuda.syncthreads()
+    y = cuda.blockIdx.y * TILE + t // SEGMENTS
+    x0 = cuda.blockIdx.x * TILE + t % SEGMENTS * PIXELS
+    x1 = min(x0 + PIXELS, width)
+    if y < height:
+        current = -1  # the background is a run too, one that is never added
+        first = x0
+        for x in range(x0, x1):
+            k = labels[y * width + x] - 1
+            if k != current:
+                if current >= 0:
+                    add_run(keys, counts, bounds, sums, current, first, x - 1, y)
+                current = k
+                first = x
+        if current >= 0:
+            add_run(keys, counts, bounds, sums, current, first, x1 - 1, y)
+    cuda.syncthreads()
+    for s in range(t, TABLE, cuda.blockDim.x):
+        k = keys[s]
+        if k != EMPTY:
+            cuda.atomic.add(area, k, counts[s])
+            cuda.atomic.min(xmin, k, bounds[X_MIN, s])
+            cuda.atomic.max(xmax, k, bounds[X_MAX, s])
+            cuda.atomic.min(ymin, k, bounds[Y_MIN, s])
+            cuda.atomic.max(ymax, k, bounds[Y_MAX, s])
+            cuda.atomic.add(xsum, k, sums[X_SUM, s])
+            cuda.atomic.add(ysum, k, sums[Y_SUM, s])
+'''),
+        ("half the slots: two 4-neighbours share a blob, so a tile holds at most TILE^2/2",
+         "TABLE = TILE * TILE                            # hash slots: one per pixel, so it "
+         "never fills",
+         "TABLE = TILE * TILE // 2  # slots: blobs of a tile never touch, so at most every "
+         "other pixel starts one"),
+    ),
+}

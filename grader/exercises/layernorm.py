@@ -1079,3 +1079,244 @@ def layernorm_block_uncached_kernel(x, gamma, beta, affine, eps, y, mean, rstd):
                            "kernel, width, rows_per_access = warp_kernel_for(cols)",
                            "kernel, width, rows_per_access = warp_kernel_for(max(cols, 33))"),
 }
+
+# Correct submissions written differently from the reference solution, each (description,
+# text in the solution cell, replacement) as above. Each must be graded correct on its
+# output and pass every metric rule of its exercise on a GPU: benchmarks/metric_rules.py
+# profiles them beside the slow variants and records both groups' ratios, the evidence the
+# rules' thresholds are set from.
+_WARP_TWO_PASS = _WARP_ALLREDUCE + """from workbook.collectives import warp_all_reduce_sum
+
+
+def make_warp_layernorm(cols_per_thread, width, rows_per_access):
+    @cuda.jit
+    def warp_layernorm_kernel(x, gamma, beta, affine, eps, y, mean, rstd):
+        rows, cols = x.shape
+        buf = cuda.local.array((rows_per_access, cols_per_thread), float32)
+        row_sum = cuda.local.array(rows_per_access, float32)
+        lane = cuda.threadIdx.x % width
+        step = (cuda.gridsize(1) // width) * rows_per_access
+        first_row = (cuda.grid(1) // width) * rows_per_access
+        warp_row = first_row - ((cuda.threadIdx.x % WARP_SIZE) // width) * rows_per_access
+        n = float32(cols)
+        while warp_row < rows:
+            for r in range(rows_per_access):
+                row = first_row + r
+                total = float32(0.0)
+                for i in range(cols_per_thread):
+                    col = i * width + lane
+                    value = float32(0.0)  # padding and missing rows: zeros, added exactly
+                    if row < rows and col < cols:
+                        value = float32(x[row, col])
+                    buf[r, i] = value
+                    total += value
+                row_sum[r] = total
+            for r in range(rows_per_access):
+                row = first_row + r
+                m = warp_all_reduce_sum(row_sum[r], width) / n
+                squares = float32(0.0)
+                for i in range(cols_per_thread):
+                    if i * width + lane < cols:
+                        d = buf[r, i] - m
+                        squares += d * d
+                var = warp_all_reduce_sum(squares, width) / n
+                if row < rows:
+                    inv_std = float32(1.0) / math.sqrt(var + eps)
+                    if lane == 0:
+                        mean[row] = m
+                        rstd[row] = inv_std
+                    for i in range(cols_per_thread):
+                        col = i * width + lane
+                        if col < cols:
+                            value = (buf[r, i] - m) * inv_std
+                            if affine:
+                                value = value * float32(gamma[col]) + float32(beta[col])
+                            y[row, col] = value
+            first_row += step
+            warp_row += step
+
+    return warp_layernorm_kernel
+"""
+
+_SMEM_TWO_PASS = _BLOCK_ALLREDUCE + """from workbook.collectives import block_all_reduce_sum
+
+
+@cuda.jit
+def layernorm_block_smem_kernel(x, gamma, beta, affine, eps, y, mean, rstd):
+    buf = cuda.shared.array(0, float32)
+    values = cuda.local.array(UNROLL, float32)
+    rows, cols = x.shape
+    t = cuda.threadIdx.x
+    block = cuda.blockDim.x
+    n = float32(cols)
+    for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+        total = float32(0.0)
+        for start in range(t, cols, UNROLL * block):
+            for k in range(UNROLL):
+                col = start + k * block
+                if col < cols:
+                    values[k] = float32(x[row, col])
+            for k in range(UNROLL):
+                col = start + k * block
+                if col < cols:
+                    buf[col] = values[k]
+                    total += values[k]
+        m = block_all_reduce_sum(total) / n
+        squares = float32(0.0)
+        for col in range(t, cols, block):  # the thread's own elements: no barrier needed
+            d = buf[col] - m
+            squares += d * d
+        inv_std = float32(1.0) / math.sqrt(block_all_reduce_sum(squares) / n + eps)
+        if t == 0:
+            mean[row] = m
+            rstd[row] = inv_std
+        for col in range(t, cols, block):
+            value = (buf[col] - m) * inv_std
+            if affine:
+                value = value * float32(gamma[col]) + float32(beta[col])
+            y[row, col] = value
+"""
+
+# the first pass's use of a chunk of UNROLL loaded values: a whole chunk (every column inside
+# the row) gets its own mean and m2 from two short passes over the registers and one Chan
+# combine (one division instead of UNROLL); the row's last partial chunk element by element
+_CHUNK_COMBINE = """            if start + (UNROLL - 1) * block < cols:
+                total = float32(0.0)
+                for k in range(UNROLL):
+                    total += values[k]
+                chunk_mean = total / float32(UNROLL)
+                chunk_m2 = float32(0.0)
+                for k in range(UNROLL):
+                    d = values[k] - chunk_mean
+                    chunk_m2 += d * d
+                m, m2, n = welford_combine_device(m, m2, n, chunk_mean, chunk_m2,
+                                                  float32(UNROLL))
+            else:
+                for k in range(UNROLL):
+                    if start + k * block < cols:
+                        m, m2, n = welford_update_device(m, m2, n, values[k])
+"""
+
+CORRECT_VARIANTS = {
+    "layernorm.warp": (
+        ("xor butterfly, no broadcast (every lane combines)",
+         """        b_mean = cuda.shfl_down_sync(FULL_MASK, mean, offset)
+        b_m2 = cuda.shfl_down_sync(FULL_MASK, m2, offset)
+        b_count = cuda.shfl_down_sync(FULL_MASK, count, offset)
+        mean, m2, count = welford_combine_device(mean, m2, count, b_mean, b_m2, b_count)
+        offset //= 2
+    lane = cuda.threadIdx.x % WARP_SIZE
+    first = lane - lane % width
+    mean = cuda.shfl_sync(FULL_MASK, mean, first)
+    m2 = cuda.shfl_sync(FULL_MASK, m2, first)
+    count = cuda.shfl_sync(FULL_MASK, count, first)
+""",
+         """        b_mean = cuda.shfl_xor_sync(FULL_MASK, mean, offset)
+        b_m2 = cuda.shfl_xor_sync(FULL_MASK, m2, offset)
+        b_count = cuda.shfl_xor_sync(FULL_MASK, count, offset)
+        mean, m2, count = welford_combine_device(mean, m2, count, b_mean, b_m2, b_count)
+        offset //= 2
+"""),
+        ("two-pass over the registers (xor-butterfly sums of x, then of squared deviations)",
+         None, _WARP_TWO_PASS),
+        ("per-lane two-pass, Chan's combine across lanes",
+         """                m = m2 = n = float32(0.0)
+                for i in range(cols_per_thread):
+                    col = i * width + lane
+                    value = float32(0.0)
+                    if row < rows and col < cols:
+                        value = float32(x[row, col])
+                        m, m2, n = welford_update_device(m, m2, n, value)
+                    buf[r, i] = value
+""",
+         """                total = n = float32(0.0)
+                for i in range(cols_per_thread):
+                    col = i * width + lane
+                    value = float32(0.0)
+                    if row < rows and col < cols:
+                        value = float32(x[row, col])
+                        n += float32(1.0)
+                    buf[r, i] = value
+                    total += value
+                m = total / max(n, float32(1.0))
+                m2 = float32(0.0)
+                for i in range(cols_per_thread):
+                    if row < rows and i * width + lane < cols:
+                        d = buf[r, i] - m
+                        m2 += d * d
+"""),
+    ),
+    "layernorm.block_smem": (
+        ("UNROLL = 8", "UNROLL = 4  #", "UNROLL = 8  #"),
+        ("two-pass from the shared row (block sums of x, then of squared deviations)",
+         None, _SMEM_TWO_PASS),
+        ("a Chan combine per whole chunk of UNROLL values",
+         """            for k in range(UNROLL):
+                col = start + k * block
+                if col < cols:
+                    buf[col] = values[k]
+                    m, m2, n = welford_update_device(m, m2, n, values[k])
+""",
+         """            for k in range(UNROLL):
+                col = start + k * block
+                if col < cols:
+                    buf[col] = values[k]
+""" + _CHUNK_COMBINE),
+    ),
+    "layernorm.block_uncached": (
+        ("UNROLL = 8 for this kernel", "@cuda.jit\ndef layernorm_block_uncached_kernel",
+         "UNROLL = 8  # more loads in flight per thread\n\n\n"
+         "@cuda.jit\ndef layernorm_block_uncached_kernel"),
+        ("a Chan combine per whole chunk of UNROLL values",
+         """            for k in range(UNROLL):
+                col = start + k * block
+                if col < cols:
+                    m, m2, n = welford_update_device(m, m2, n, values[k])
+""", _CHUNK_COMBINE),
+        ("second pass prefetches gamma and beta with x",
+         """            rstd[row] = inv_std
+        for start in range(t, cols, UNROLL * block):
+            for k in range(UNROLL):
+                col = start + k * block
+                if col < cols:
+                    values[k] = float32(x[row, col])
+            for k in range(UNROLL):
+                col = start + k * block
+                if col < cols:
+                    value = (values[k] - m) * inv_std
+                    if affine:
+                        value = value * float32(gamma[col]) + float32(beta[col])
+                    y[row, col] = value
+""",
+         """            rstd[row] = inv_std
+        scale = cuda.local.array(UNROLL, float32)
+        shift = cuda.local.array(UNROLL, float32)
+        for start in range(t, cols, UNROLL * block):
+            for k in range(UNROLL):
+                col = start + k * block
+                if col < cols:
+                    values[k] = float32(x[row, col])
+                    if affine:
+                        scale[k] = float32(gamma[col])
+                        shift[k] = float32(beta[col])
+            for k in range(UNROLL):
+                col = start + k * block
+                if col < cols:
+                    value = (values[k] - m) * inv_std
+                    if affine:
+                        value = value * scale[k] + shift[k]
+                    y[row, col] = value
+"""),
+    ),
+    "layernorm.dispatch": (
+        ("blocks of 256 threads for the warp kernel", "        block = 128\n        rows_per_block",
+         "        block = 256\n        rows_per_block"),
+        ("a warp-kernel grid covering every row (no grid-stride pass)",
+         "        resident = max(1, max_active_blocks(kernel, block, 0, args))\n"
+         "        grid = min(-(-rows // rows_per_block), WAVES * resident * sm_count())",
+         "        grid = -(-rows // rows_per_block)"),
+        ("grids capped at 4 waves instead of 32", "def plan_layer_norm(args):",
+         "WAVES = 4  # fewer blocks, each looping over more rows\n\n\n"
+         "def plan_layer_norm(args):"),
+    ),
+}

@@ -547,3 +547,67 @@ SLOW_VARIANTS = {
     "ldmatrix.swizzle": ("no swizzle: 128-byte rows, 8-way bank conflicts",
                          "    return ((col // 8) ^ (row % 8)) * 8 + col % 8", "    return col"),
 }
+
+# Correct submissions written differently from the reference, each (description, text in
+# the solution cell, replacement) as above. Each must be graded correct on its output and
+# pass every metric rule of its exercise on a GPU: benchmarks/metric_rules.py profiles them
+# beside the slow variants and records both groups' ratios, the evidence the rules'
+# thresholds are set from. Every one keeps the 8 rows an ldmatrix phase reads in 8
+# different 16-byte bank groups.
+_SWIZZLE_KERNEL_TAIL = '''
+        out[s, lane, 0] = r0
+        out[s, lane, 1] = r1
+        out[s, lane, 2] = r2
+        out[s, lane, 3] = r3
+'''
+
+CORRECT_VARIANTS = {
+    "ldmatrix.swizzle": (
+        ("the swizzle as bit operations: col ^ (row & 7) << 3",
+         "    return ((col // 8) ^ (row % 8)) * 8 + col % 8",
+         "    return col ^ ((row & 7) << 3)  # flip the chunk bits (3..5) of the column"),
+        ("a rotation instead of an XOR: chunk (c + r) % 8",
+         "    return ((col // 8) ^ (row % 8)) * 8 + col % 8",
+         "    return ((col // 8 + row) % 8) * 8 + col % 8"),
+        ("the swizzle inline, the tile copied row by row", None, '''
+@cuda.jit(device=True)
+def swizzle(row, col):
+    return ((col // 8) ^ (row % 8)) * 8 + col % 8
+
+
+@cuda.jit
+def swizzled_fragments_kernel(a, out):
+    tile = cuda.shared.array((16, 64), uint16, alignment=128)
+    lane = cuda.threadIdx.x
+    for r in range(16):
+        for c in range(lane, 64, 32):
+            tile[r, c ^ ((r % 8) * 8)] = a[r, c]
+    cuda.syncthreads()
+    row = lane % 16
+    for s in range(4):
+        chunk = (2 * s + lane // 16) ^ (row % 8)
+        r0, r1, r2, r3 = ldmatrix_x4(tile[row, 8 * chunk:].ctypes)
+''' + _SWIZZLE_KERNEL_TAIL),
+        ("padded rows of 72 elements instead of a swizzle", None, '''
+PADDED = 64 + 8  # 144-byte rows: row r starts 16 * (r % 8) bytes into the banks
+
+
+@cuda.jit(device=True)
+def swizzle(row, col):
+    return col
+
+
+@cuda.jit
+def swizzled_fragments_kernel(a, out):
+    tile = cuda.shared.array((16, PADDED), uint16, alignment=16)
+    lane = cuda.threadIdx.x
+    for i in range(32):
+        e = lane + 32 * i
+        tile[e // 64, e % 64] = a[e // 64, e % 64]
+    cuda.syncthreads()
+    row = lane % 16
+    for s in range(4):
+        r0, r1, r2, r3 = ldmatrix_x4(tile[row, 16 * s + 8 * (lane // 16):].ctypes)
+''' + _SWIZZLE_KERNEL_TAIL),
+    ),
+}

@@ -402,11 +402,16 @@ METRICS = {
                      "keep DRAM busy", min_ratio=0.75)),
         profile=_profile_multi_block(
             "coarsened_sum_kernel", lambda ns, tpb: 2 * int(ns["COARSE_FACTOR"]) * tpb)),
+    # Bounds between the groups measured on an H200 (2026-11-22 and -24): correct but
+    # different kernels up to 1.31x duration / 0.76x DRAM (xor butterfly with a range() loop;
+    # one atomic per warp: 1.27x), the chunked-loads slow variant 2.03x / 0.58x. The first
+    # bounds (1.25x, 0.8x) rejected those correct kernels.
     "shuffle": dict(
-        rules=(_rule(DURATION, "duration", "one pass over the data at DRAM speed",
-                     max_ratio=1.25),
+        rules=(_rule(DURATION, "duration", "one pass over the data at DRAM speed; correct "
+                     "kernels written differently measured up to 1.31x, uncoalesced ones 2x",
+                     max_ratio=1.6),
                _rule(DRAM_PCT, "DRAM throughput (% of peak)", "coalesced grid-stride loads "
-                     "keep DRAM busy", min_ratio=0.8)),
+                     "keep DRAM busy", min_ratio=0.65)),
         profile=_profile_multi_block("shuffle_sum_kernel", None)),
     "generic": dict(
         rules=(_rule(DURATION, "duration (sum, first pass)", "the generic kernel should cost "
@@ -509,4 +514,250 @@ def make_reduce_kernel(combine):
 
     return reduce_kernel
 '''),
+}
+
+# Correct submissions written differently from the reference solution, each (description,
+# text in the solution cell, replacement) as above. Each must be graded correct on its
+# output and pass every metric rule of its exercise on a GPU: benchmarks/metric_rules.py
+# profiles them beside the slow variants and records both groups' ratios, the evidence the
+# rules' thresholds are set from.
+_XOR_WARP_SUM = '''
+@cuda.jit(device=True)
+def warp_sum(value):
+    for offset in (16, 8, 4, 2, 1):  # butterfly: every lane ends with the total
+        value += cuda.shfl_xor_sync(FULL_MASK, value, offset)
+    return value
+'''
+
+_SHUFFLE_TAIL = '''
+    acc = warp_sum(acc)
+    lane = cuda.threadIdx.x % 32
+    warp = cuda.threadIdx.x // 32
+    if lane == 0:
+        warp_totals[warp] = acc
+    cuda.syncthreads()
+    if warp == 0:
+        warps = (cuda.blockDim.x + 31) // 32
+        acc = warp_totals[lane] if lane < warps else float32(0.0)
+        acc = warp_sum(acc)
+        if lane == 0:
+            cuda.atomic.add(output, 0, acc)
+'''
+
+CORRECT_VARIANTS = {
+    "reduction.convergent": (
+        ("the pair added through locals, the stride halved with a shift", None, '''
+@cuda.jit
+def convergent_sum_kernel(input, output):
+    t = cuda.threadIdx.x
+    stride = cuda.blockDim.x
+    while stride > 0:
+        if t < stride:
+            a = input[t]
+            b = input[t + stride]
+            input[t] = a + b
+        cuda.syncthreads()
+        stride >>= 1
+    if t == 0:
+        output[0] = input[0]
+'''),
+        ("the mirrored tree: the sums gather at the end of the array", None, '''
+@cuda.jit
+def convergent_sum_kernel(input, output):
+    t = cuda.threadIdx.x
+    last = 2 * cuda.blockDim.x - 1
+    stride = cuda.blockDim.x
+    while stride >= 1:
+        if t < stride:
+            input[last - t] += input[last - t - stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t == 0:
+        output[0] = input[last]
+'''),
+    ),
+    "reduction.shared": (
+        ("each thread loads two neighbouring elements", None, '''
+@cuda.jit
+def shared_sum_kernel(input, output):
+    partial = cuda.shared.array(MAX_TPB, float32)
+    t = cuda.threadIdx.x
+    partial[t] = input[2 * t] + input[2 * t + 1]
+    stride = cuda.blockDim.x // 2
+    while stride >= 1:
+        cuda.syncthreads()
+        if t < stride:
+            partial[t] += partial[t + stride]
+        stride //= 2
+    if t == 0:
+        output[0] = partial[0]
+'''),
+        ("the tree in shared memory down to one warp, then shuffles", None, '''
+@cuda.jit
+def shared_sum_kernel(input, output):
+    partial = cuda.shared.array(MAX_TPB, float32)
+    t = cuda.threadIdx.x
+    partial[t] = input[t] + input[t + cuda.blockDim.x]
+    stride = cuda.blockDim.x // 2
+    while stride >= 32:
+        cuda.syncthreads()
+        if t < stride:
+            partial[t] += partial[t + stride]
+        stride //= 2
+    cuda.syncthreads()
+    if t < 32:
+        lanes = min(cuda.blockDim.x, 32)  # a block under 32 threads is a partial warp
+        mask = FULL_MASK if lanes == 32 else (1 << lanes) - 1
+        value = partial[t]
+        for offset in (16, 8, 4, 2, 1):
+            other = cuda.shfl_down_sync(mask, value, offset)
+            if t + offset < lanes:  # a lane past the block does not exist
+                value += other
+        if t == 0:
+            output[0] = value
+'''),
+    ),
+    "reduction.segmented": (
+        ("warp shuffles, one atomic per warp", None, '''
+@cuda.jit
+def segmented_sum_kernel(input, output, n):
+    i = 2 * cuda.blockDim.x * cuda.blockIdx.x + cuda.threadIdx.x
+    value = float32(0.0)
+    if i < n:
+        value = input[i]
+    if i + cuda.blockDim.x < n:
+        value += input[i + cuda.blockDim.x]
+    for offset in (16, 8, 4, 2, 1):
+        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+    if cuda.threadIdx.x % 32 == 0:
+        cuda.atomic.add(output, 0, value)
+'''),
+        ("warp shuffles, the warp totals summed by warp 0", None, '''
+@cuda.jit(device=True)
+def warp_total(value):
+    for offset in (16, 8, 4, 2, 1):
+        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+    return value
+
+
+@cuda.jit
+def segmented_sum_kernel(input, output, n):
+    warp_totals = cuda.shared.array(32, float32)
+    t = cuda.threadIdx.x
+    i = 2 * cuda.blockDim.x * cuda.blockIdx.x + t
+    value = float32(0.0)
+    if i < n:
+        value = input[i]
+    if i + cuda.blockDim.x < n:
+        value += input[i + cuda.blockDim.x]
+    value = warp_total(value)
+    if t % 32 == 0:
+        warp_totals[t // 32] = value
+    cuda.syncthreads()
+    if t < 32:
+        value = warp_totals[t] if t < (cuda.blockDim.x + 31) // 32 else float32(0.0)
+        value = warp_total(value)
+        if t == 0:
+            cuda.atomic.add(output, 0, value)
+'''),
+    ),
+    "reduction.coarsened": (
+        ("COARSE_FACTOR = 8", "COARSE_FACTOR = 4", "COARSE_FACTOR = 8"),
+        ("the block total with warp shuffles instead of the shared-memory tree", None, '''
+COARSE_FACTOR = 4
+
+
+@cuda.jit
+def coarsened_sum_kernel(input, output, n):
+    warp_totals = cuda.shared.array(32, float32)
+    t = cuda.threadIdx.x
+    start = 2 * COARSE_FACTOR * cuda.blockDim.x * cuda.blockIdx.x + t
+    value = float32(0.0)
+    for k in range(2 * COARSE_FACTOR):
+        i = start + k * cuda.blockDim.x
+        if i < n:
+            value += input[i]
+    for offset in (16, 8, 4, 2, 1):
+        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+    if t % 32 == 0:
+        warp_totals[t // 32] = value
+    cuda.syncthreads()
+    if t < 32:
+        value = warp_totals[t] if t < (cuda.blockDim.x + 31) // 32 else float32(0.0)
+        for offset in (16, 8, 4, 2, 1):
+            value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+        if t == 0:
+            cuda.atomic.add(output, 0, value)
+'''),
+    ),
+    "reduction.shuffle": (
+        ("xor butterfly, grid-stride loop written as range(cuda.grid(1), n, cuda.gridsize(1))",
+         None, _XOR_WARP_SUM + '''
+
+@cuda.jit
+def shuffle_sum_kernel(input, output, n):
+    warp_totals = cuda.shared.array(32, float32)
+    acc = float32(0.0)
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        acc += input[i]
+''' + _SHUFFLE_TAIL),
+        ("one atomic per warp instead of per block", None, '''
+@cuda.jit(device=True)
+def warp_sum(value):
+    for offset in (16, 8, 4, 2, 1):
+        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+    return value
+
+
+@cuda.jit
+def shuffle_sum_kernel(input, output, n):
+    acc = float32(0.0)
+    i = cuda.grid(1)
+    while i < n:
+        acc += input[i]
+        i += cuda.gridsize(1)
+    acc = warp_sum(acc)
+    if cuda.threadIdx.x % 32 == 0:
+        cuda.atomic.add(output, 0, acc)
+'''),
+        ("xor butterfly, the reference's while loop", None, _XOR_WARP_SUM + '''
+
+@cuda.jit
+def shuffle_sum_kernel(input, output, n):
+    warp_totals = cuda.shared.array(32, float32)
+    acc = float32(0.0)
+    i = cuda.grid(1)
+    while i < n:
+        acc += input[i]
+        i += cuda.gridsize(1)
+''' + _SHUFFLE_TAIL),
+        ("the reference's shfl_down, the grid-stride loop as a range", None, '''
+@cuda.jit(device=True)
+def warp_sum(value):
+    for offset in (16, 8, 4, 2, 1):
+        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+    return value
+
+
+@cuda.jit
+def shuffle_sum_kernel(input, output, n):
+    warp_totals = cuda.shared.array(32, float32)
+    acc = float32(0.0)
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        acc += input[i]
+''' + _SHUFFLE_TAIL),
+    ),
+    "reduction.generic": (
+        ("xor butterfly in the warp combine", "other_value = cuda.shfl_down_sync(FULL_MASK, "
+         "value, offset)\n            other_index = cuda.shfl_down_sync(FULL_MASK, index, "
+         "offset)", "other_value = cuda.shfl_xor_sync(FULL_MASK, value, offset)\n"
+         "            other_index = cuda.shfl_xor_sync(FULL_MASK, index, offset)"),
+        ("the grid-stride loop as a range", "        i = cuda.grid(1)\n        while i < n:\n"
+         "            j = indices[i] if use_indices else int64(i)\n"
+         "            value, index = combine(value, index, values[i], j)\n"
+         "            i += cuda.gridsize(1)\n",
+         "        for i in range(cuda.grid(1), n, cuda.gridsize(1)):\n"
+         "            j = indices[i] if use_indices else int64(i)\n"
+         "            value, index = combine(value, index, values[i], j)\n"),
+    ),
 }

@@ -893,4 +893,496 @@ def make_block_smem_softmax(dtype, pack, log=False):
                                                    "cuda.gridDim.x")),
 }
 
-__all__ = ["EXERCISES", "LESSON", "SLOW_VARIANTS", "expect_softmax", "reference", "tolerance"]
+# Correct submissions written differently from the reference solution, each (description,
+# text in the solution cell, replacement) as in SLOW_VARIANTS: each must pass every metric
+# rule of its exercise on a GPU (benchmarks/metric_rules.py profiles them beside the slow
+# variants, so that the thresholds leave room for them).
+CORRECT_VARIANTS = {
+    "softmax.warp": (
+        ("xor butterflies inline: a for-range over tiles, each row reduced and stored in turn",
+         None, '''
+def make_warp_softmax(dtype, pack, cols_per_thread, group_width, rows_per_thread=1,
+                      log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+    packs = cols_per_thread // pack
+    rows_per_warp = 32 // group_width * rows_per_thread
+
+    @cuda.jit
+    def warp_softmax_kernel(x, y):
+        rows, cols = x.shape
+        v = cuda.local.array(cols_per_thread, float32)
+        lane = cuda.threadIdx.x % group_width
+        group = cuda.threadIdx.x % 32 // group_width
+        warps = cuda.gridsize(1) // 32
+        for first in range(cuda.grid(1) // 32 * rows_per_warp, rows, warps * rows_per_warp):
+            for r in range(rows_per_thread):
+                row = first + group * rows_per_thread + r
+                for p in range(packs):
+                    col = p * group_width * pack + lane * pack
+                    if row < rows and col < cols:
+                        load_pack(x[row], col, v, p * pack)
+                    else:
+                        for i in range(pack):
+                            v[p * pack + i] = NEG_INF
+                m = v[0]
+                for j in range(1, cols_per_thread):
+                    m = max(m, v[j])
+                for offset in (16, 8, 4, 2, 1):
+                    if offset < group_width:
+                        m = max(m, cuda.shfl_xor_sync(0xFFFFFFFF, m, offset))
+                s = float32(0.0)
+                for j in range(cols_per_thread):
+                    v[j] -= m
+                    e = math.exp(v[j])
+                    if not log:
+                        v[j] = e
+                    s += e
+                for offset in (16, 8, 4, 2, 1):
+                    if offset < group_width:
+                        s += cuda.shfl_xor_sync(0xFFFFFFFF, s, offset)
+                if log:
+                    log_s = math.log(s)
+                    for j in range(cols_per_thread):
+                        v[j] = v[j] - log_s
+                else:
+                    inv_s = float32(1.0) / s
+                    for j in range(cols_per_thread):
+                        v[j] = v[j] * inv_s
+                for p in range(packs):
+                    col = p * group_width * pack + lane * pack
+                    if row < rows and col < cols:
+                        store_pack(y[row], col, v, p * pack)
+
+    return warp_softmax_kernel
+'''),
+        ("shfl_down and a broadcast: from the group's first lane; a thread's rows "
+         "interleaved, exps recomputed at the store", None, '''
+def make_warp_softmax(dtype, pack, cols_per_thread, group_width, rows_per_thread=1,
+                      log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+    W, R, N = group_width, rows_per_thread, cols_per_thread
+    GROUPS = 32 // W
+
+    @cuda.jit(device=True)
+    def group_max(value, leader):
+        for offset in (16, 8, 4, 2, 1):
+            if offset < W:  # the group's first lane gathers its W lanes
+                value = max(value, cuda.shfl_down_sync(0xFFFFFFFF, value, offset))
+        return cuda.shfl_sync(0xFFFFFFFF, value, leader)
+
+    @cuda.jit(device=True)
+    def group_sum(value, leader):
+        for offset in (16, 8, 4, 2, 1):
+            if offset < W:
+                value += cuda.shfl_down_sync(0xFFFFFFFF, value, offset)
+        return cuda.shfl_sync(0xFFFFFFFF, value, leader)
+
+    @cuda.jit
+    def warp_softmax_kernel(x, y):
+        rows, cols = x.shape
+        vals = cuda.local.array(R * N, float32)
+        lane = cuda.threadIdx.x % W
+        leader = cuda.threadIdx.x % 32 - lane
+        group = leader // W
+        base = cuda.grid(1) // 32 * (GROUPS * R)
+        while base < rows:  # the same for the whole warp
+            for r in range(R):
+                row = base + r * GROUPS + group
+                for k in range(N // pack):
+                    col = pack * (lane + k * W)
+                    if row < rows and col < cols:
+                        load_pack(x[row], col, vals, r * N + k * pack)
+                    else:
+                        for i in range(pack):
+                            vals[r * N + k * pack + i] = NEG_INF
+            for r in range(R):
+                row = base + r * GROUPS + group
+                m = NEG_INF
+                for j in range(N):
+                    m = max(m, vals[r * N + j])
+                m = group_max(m, leader)
+                s = float32(0.0)
+                for j in range(N):
+                    s += math.exp(vals[r * N + j] - m)
+                s = group_sum(s, leader)
+                if log:
+                    scale = math.log(s)
+                else:
+                    scale = float32(1.0) / s
+                for k in range(N // pack):
+                    col = pack * (lane + k * W)
+                    if row < rows and col < cols:
+                        for i in range(pack):
+                            j = r * N + k * pack + i
+                            shifted = vals[j] - m
+                            vals[j] = shifted - scale if log else math.exp(shifted) * scale
+                        store_pack(y[row], col, vals, r * N + k * pack)
+            base += cuda.gridsize(1) // 32 * (GROUPS * R)
+
+    return warp_softmax_kernel
+'''),
+        ("lane sums before the group max: rescaled by exp(lane max - row max)", None, '''
+def make_warp_softmax(dtype, pack, cols_per_thread, group_width, rows_per_thread=1,
+                      log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+    W, R, CPT = group_width, rows_per_thread, cols_per_thread
+    PACKS = CPT // pack
+    TILE = (32 // W) * R
+
+    @cuda.jit
+    def warp_softmax_kernel(x, y):
+        rows, cols = x.shape
+        buf = cuda.local.array(R * CPT, float32)
+        lane = cuda.threadIdx.x % W
+        first = (cuda.threadIdx.x % 32) // W * R
+        tile = cuda.grid(1) // 32 * TILE
+        while tile < rows:
+            for r in range(R):
+                row = tile + first + r
+                for p in range(PACKS):
+                    col = (p * W + lane) * pack
+                    if row < rows and col < cols:
+                        load_pack(x[row], col, buf, r * CPT + p * pack)
+                    else:
+                        for i in range(pack):
+                            buf[r * CPT + p * pack + i] = NEG_INF
+            for r in range(R):
+                lane_max = NEG_INF
+                for j in range(CPT):
+                    lane_max = max(lane_max, buf[r * CPT + j])
+                # a lane of -inf only adds nothing (and must not compute -inf - (-inf))
+                shift = lane_max if lane_max > NEG_INF else float32(0.0)
+                s = float32(0.0)
+                for j in range(CPT):
+                    e = math.exp(buf[r * CPT + j] - shift)
+                    if not log:
+                        buf[r * CPT + j] = e
+                    s += e
+                m = warp_all_reduce_max(lane_max, W)
+                rescale = math.exp(lane_max - m)
+                s = warp_all_reduce_sum(s * rescale, W)
+                if log:
+                    log_sum = math.log(s)
+                    for j in range(CPT):
+                        buf[r * CPT + j] = (buf[r * CPT + j] - m) - log_sum
+                else:
+                    factor = rescale / s
+                    for j in range(CPT):
+                        buf[r * CPT + j] *= factor
+            for r in range(R):
+                row = tile + first + r
+                for p in range(PACKS):
+                    col = (p * W + lane) * pack
+                    if row < rows and col < cols:
+                        store_pack(y[row], col, buf, r * CPT + p * pack)
+            tile += cuda.gridsize(1) // 32 * TILE
+
+    return warp_softmax_kernel
+'''),
+    ),
+    "softmax.block_smem": (
+        ("own packs in every pass: the cache keeps x, exps recomputed at the store", None,
+         '''
+def make_block_smem_softmax(dtype, pack, log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+
+    @cuda.jit
+    def block_smem_softmax_kernel(x, y):
+        rows, cols = x.shape
+        cache = cuda.shared.array(0, float32)
+        values = cuda.local.array(pack, float32)
+        num_packs = cols // pack
+        for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+            m = NEG_INF
+            for p in range(cuda.threadIdx.x, num_packs, cuda.blockDim.x):
+                load_pack(x[row], p * pack, values, 0)
+                for i in range(pack):
+                    cache[p + i * num_packs] = values[i]  # column-major: one bank per lane
+                    m = max(m, values[i])
+            m = block_all_reduce_max(m)
+            s = float32(0.0)
+            for p in range(cuda.threadIdx.x, num_packs, cuda.blockDim.x):
+                for i in range(pack):
+                    s += math.exp(cache[p + i * num_packs] - m)
+            s = block_all_reduce_sum(s)
+            log_s = math.log(s)
+            inv_s = float32(1.0) / s
+            for p in range(cuda.threadIdx.x, num_packs, cuda.blockDim.x):
+                for i in range(pack):
+                    shifted = cache[p + i * num_packs] - m
+                    values[i] = shifted - log_s if log else math.exp(shifted) * inv_s
+                store_pack(y[row], p * pack, values, 0)
+
+    return block_smem_softmax_kernel
+'''),
+        ("rotated row-major layout: element i of pack p at p * pack + (i + p // (32 // pack)) "
+         "% pack", None, '''
+def make_block_smem_softmax(dtype, pack, log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+    ROUND = 32 // pack  # lanes whose packs fill the 32 banks once
+
+    @cuda.jit(device=True)
+    def slot(p, i):
+        # element i of pack p, rotated: the 32 lanes of one store (or load) of element i
+        # land on 32 different banks
+        return p * pack + (i + p // ROUND) % pack
+
+    @cuda.jit
+    def block_smem_softmax_kernel(x, y):
+        rows, cols = x.shape
+        cache = cuda.shared.array(0, float32)
+        values = cuda.local.array(pack, float32)
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        num_packs = cols // pack
+        row = cuda.blockIdx.x
+        while row < rows:
+            m = NEG_INF
+            for p in range(tid, num_packs, threads):
+                load_pack(x[row], p * pack, values, 0)
+                for i in range(pack):
+                    cache[slot(p, i)] = values[i]
+                    m = max(m, values[i])
+            m = block_all_reduce_max(m)
+            s = float32(0.0)
+            for c in range(tid, cols, threads):  # any order: a permutation of the row
+                e = math.exp(cache[c] - m)
+                if not log:
+                    cache[c] = e
+                s += e
+            s = block_all_reduce_sum(s)
+            if log:
+                log_s = math.log(s)
+                for p in range(tid, num_packs, threads):
+                    for i in range(pack):
+                        values[i] = (cache[slot(p, i)] - m) - log_s
+                    store_pack(y[row], p * pack, values, 0)
+            else:
+                inv_s = float32(1.0) / s
+                for p in range(tid, num_packs, threads):
+                    for i in range(pack):
+                        values[i] = cache[slot(p, i)] * inv_s
+                    store_pack(y[row], p * pack, values, 0)
+            row += cuda.gridDim.x
+
+    return block_smem_softmax_kernel
+'''),
+        ("own block reductions: shfl_down, then every thread combines the warps' slots", None,
+         '''
+@cuda.jit(device=True)
+def block_max(value, slots):
+    for offset in (16, 8, 4, 2, 1):
+        value = max(value, cuda.shfl_down_sync(0xFFFFFFFF, value, offset))
+    if cuda.threadIdx.x % 32 == 0:
+        slots[cuda.threadIdx.x // 32] = value
+    cuda.syncthreads()
+    result = slots[0]
+    for w in range(1, cuda.blockDim.x // 32):
+        result = max(result, slots[w])
+    return result
+
+
+@cuda.jit(device=True)
+def block_sum(value, slots):
+    for offset in (16, 8, 4, 2, 1):
+        value += cuda.shfl_down_sync(0xFFFFFFFF, value, offset)
+    if cuda.threadIdx.x % 32 == 0:
+        slots[cuda.threadIdx.x // 32] = value
+    cuda.syncthreads()
+    result = slots[0]
+    for w in range(1, cuda.blockDim.x // 32):
+        result += slots[w]
+    return result
+
+
+def make_block_smem_softmax(dtype, pack, log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+
+    @cuda.jit
+    def block_smem_softmax_kernel(x, y):
+        rows, cols = x.shape
+        cache = cuda.shared.array(0, float32)
+        # one array per reduction: a slot is written again only after the other
+        # reduction's barrier, which every thread passes after reading it
+        max_slots = cuda.shared.array(32, float32)
+        sum_slots = cuda.shared.array(32, float32)
+        values = cuda.local.array(pack, float32)
+        tid = cuda.threadIdx.x
+        num_packs = cols // pack
+        row = cuda.blockIdx.x
+        while row < rows:
+            m = NEG_INF
+            p = tid
+            while p < num_packs:
+                load_pack(x[row], p * pack, values, 0)
+                for i in range(pack):
+                    cache[i * num_packs + p] = values[i]
+                    m = max(m, values[i])
+                p += cuda.blockDim.x
+            m = block_max(m, max_slots)
+            s = float32(0.0)
+            c = tid
+            while c < cols:
+                shifted = cache[c] - m
+                e = math.exp(shifted)
+                cache[c] = shifted if log else e
+                s += e
+                c += cuda.blockDim.x
+            s = block_sum(s, sum_slots)
+            scale = math.log(s) if log else float32(1.0) / s
+            p = tid
+            while p < num_packs:
+                for i in range(pack):
+                    v = cache[i * num_packs + p]
+                    values[i] = v - scale if log else v * scale
+                store_pack(y[row], p * pack, values, 0)
+                p += cuda.blockDim.x
+            row += cuda.gridDim.x
+
+    return block_smem_softmax_kernel
+'''),
+    ),
+    "softmax.block_uncached": (
+        ("running max per element: the sum rescaled at each new max", None, '''
+def make_block_uncached_softmax(dtype, pack, log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+
+    @cuda.jit
+    def block_uncached_softmax_kernel(x, y):
+        rows, cols = x.shape
+        values = cuda.local.array(pack, float32)
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        num_packs = cols // pack
+        row = cuda.blockIdx.x
+        while row < rows:
+            m = NEG_INF
+            s = float32(0.0)
+            for p in range(tid, num_packs, threads):
+                load_pack(x[row], p * pack, values, 0)
+                for i in range(pack):
+                    v = values[i]
+                    if v > m:  # a new max: rescale what was summed so far
+                        s = s * math.exp(m - v) + float32(1.0)
+                        m = v
+                    elif v > NEG_INF:
+                        s += math.exp(v - m)
+            row_max = block_all_reduce_max(m)
+            s = block_all_reduce_sum(s * math.exp(m - row_max))
+            if log:
+                log_s = math.log(s)
+                for p in range(tid, num_packs, threads):
+                    load_pack(x[row], p * pack, values, 0)
+                    for i in range(pack):
+                        values[i] = (values[i] - row_max) - log_s
+                    store_pack(y[row], p * pack, values, 0)
+            else:
+                inv_s = float32(1.0) / s
+                for p in range(tid, num_packs, threads):
+                    load_pack(x[row], p * pack, values, 0)
+                    for i in range(pack):
+                        values[i] = math.exp(values[i] - row_max) * inv_s
+                    store_pack(y[row], p * pack, values, 0)
+            row += cuda.gridDim.x
+
+    return block_uncached_softmax_kernel
+'''),
+        ("max-and-sum pairs merged: by shuffles, then one shared-memory round", None, '''
+@cuda.jit(device=True)
+def merge(m, s, other_m, other_s):
+    """The (max, sum of exp(x - max)) of two parts of a row."""
+    if other_m > m:  # the part with the larger max first
+        m, other_m = other_m, m
+        s, other_s = other_s, s
+    if other_m > NEG_INF:  # an empty part (max -inf, sum 0) adds nothing
+        s += other_s * math.exp(other_m - m)
+    return m, s
+
+
+def make_block_uncached_softmax(dtype, pack, log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+
+    @cuda.jit
+    def block_uncached_softmax_kernel(x, y):
+        rows, cols = x.shape
+        warp_m = cuda.shared.array(32, float32)
+        warp_s = cuda.shared.array(32, float32)
+        values = cuda.local.array(pack, float32)
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        num_packs = cols // pack
+        for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+            m = NEG_INF
+            s = float32(0.0)
+            for p in range(tid, num_packs, threads):
+                load_pack(x[row], p * pack, values, 0)
+                pack_max = values[0]
+                for i in range(1, pack):
+                    pack_max = max(pack_max, values[i])
+                if pack_max > NEG_INF:
+                    pack_sum = float32(0.0)
+                    for i in range(pack):
+                        pack_sum += math.exp(values[i] - pack_max)
+                    m, s = merge(m, s, pack_max, pack_sum)
+            for offset in (16, 8, 4, 2, 1):
+                m, s = merge(m, s, cuda.shfl_xor_sync(0xFFFFFFFF, m, offset),
+                             cuda.shfl_xor_sync(0xFFFFFFFF, s, offset))
+            if tid % 32 == 0:
+                warp_m[tid // 32] = m
+                warp_s[tid // 32] = s
+            cuda.syncthreads()
+            m = warp_m[0]
+            s = warp_s[0]
+            for w in range(1, threads // 32):
+                m, s = merge(m, s, warp_m[w], warp_s[w])
+            cuda.syncthreads()  # every thread has read the slots: the next row may write
+            scale = math.log(s) if log else float32(1.0) / s
+            for p in range(tid, num_packs, threads):
+                load_pack(x[row], p * pack, values, 0)
+                for i in range(pack):
+                    shifted = values[i] - m
+                    values[i] = shifted - scale if log else math.exp(shifted) * scale
+                store_pack(y[row], p * pack, values, 0)
+
+    return block_uncached_softmax_kernel
+'''),
+        ("normalisation in the exponent: exp((x - max) - log(sum))", None, '''
+def make_block_uncached_softmax(dtype, pack, log=False):
+    load_pack, store_pack = make_pack_io(dtype, pack)
+
+    @cuda.jit
+    def block_uncached_softmax_kernel(x, y):
+        rows, cols = x.shape
+        values = cuda.local.array(pack, float32)
+        num_packs = cols // pack
+        for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+            m = NEG_INF
+            s = float32(0.0)
+            p = cuda.threadIdx.x
+            while p < num_packs:
+                load_pack(x[row], p * pack, values, 0)
+                new_m = m
+                for i in range(pack):
+                    new_m = max(new_m, values[i])
+                if new_m > NEG_INF:
+                    s *= math.exp(m - new_m)
+                    m = new_m
+                    for i in range(pack):
+                        s += math.exp(values[i] - m)
+                p += cuda.blockDim.x
+            row_max = block_all_reduce_max(m)
+            s = block_all_reduce_sum(s * math.exp(m - row_max))
+            log_s = math.log(s)
+            p = cuda.threadIdx.x
+            while p < num_packs:
+                load_pack(x[row], p * pack, values, 0)
+                for i in range(pack):
+                    shifted = (values[i] - row_max) - log_s
+                    values[i] = shifted if log else math.exp(shifted)
+                store_pack(y[row], p * pack, values, 0)
+                p += cuda.blockDim.x
+
+    return block_uncached_softmax_kernel
+'''),
+    ),
+}
+
+__all__ = ["CORRECT_VARIANTS", "EXERCISES", "LESSON", "SLOW_VARIANTS", "expect_softmax",
+           "reference", "tolerance"]
