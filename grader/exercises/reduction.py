@@ -421,6 +421,30 @@ METRICS = {
 
 EXERCISES = with_metric_rules(EXERCISES, METRICS)
 
+# The warp-shuffle reduction's pieces that its variants below share.
+_DOWN_WARP_SUM = '''
+@cuda.jit(device=True)
+def warp_sum(value):
+    for offset in (16, 8, 4, 2, 1):
+        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+    return value
+'''
+
+_SHUFFLE_TAIL = '''
+    acc = warp_sum(acc)
+    lane = cuda.threadIdx.x % 32
+    warp = cuda.threadIdx.x // 32
+    if lane == 0:
+        warp_totals[warp] = acc
+    cuda.syncthreads()
+    if warp == 0:
+        warps = (cuda.blockDim.x + 31) // 32
+        acc = warp_totals[lane] if lane < warps else float32(0.0)
+        acc = warp_sum(acc)
+        if lane == 0:
+            cuda.atomic.add(output, 0, acc)
+'''
+
 # Slow but correct submissions, each (description, text in the solution cell, replacement):
 # with no text, the replacement is the whole cell. Each must fail every metric rule of its
 # exercise on a GPU (benchmarks/metric_rules.py checks this and records the ncu reports that
@@ -460,13 +484,8 @@ def segmented_sum_kernel(input, output, n):
 '''),
     "reduction.coarsened": ("COARSE_FACTOR = 1 (no coarsening)", "COARSE_FACTOR = 4",
                             "COARSE_FACTOR = 1"),
-    "reduction.shuffle": ("each thread sums a contiguous chunk (uncoalesced loads)", None, '''
-@cuda.jit(device=True)
-def warp_sum(value):
-    for offset in (16, 8, 4, 2, 1):
-        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
-    return value
-
+    "reduction.shuffle": ("each thread sums a contiguous chunk (uncoalesced loads)", None,
+                          _DOWN_WARP_SUM + '''
 
 @cuda.jit
 def shuffle_sum_kernel(input, output, n):
@@ -475,20 +494,7 @@ def shuffle_sum_kernel(input, output, n):
     start = cuda.grid(1) * chunk
     acc = float32(0.0)
     for i in range(start, min(start + chunk, n)):
-        acc += input[i]
-    acc = warp_sum(acc)
-    lane = cuda.threadIdx.x % 32
-    warp = cuda.threadIdx.x // 32
-    if lane == 0:
-        warp_totals[warp] = acc
-    cuda.syncthreads()
-    if warp == 0:
-        warps = (cuda.blockDim.x + 31) // 32
-        acc = warp_totals[lane] if lane < warps else float32(0.0)
-        acc = warp_sum(acc)
-        if lane == 0:
-            cuda.atomic.add(output, 0, acc)
-'''),
+        acc += input[i]''' + _SHUFFLE_TAIL),
     "reduction.generic": ("each thread folds a contiguous chunk (uncoalesced loads)", None, '''
 def make_reduce_kernel(combine):
     @cuda.jit
@@ -529,20 +535,6 @@ def warp_sum(value):
     return value
 '''
 
-_SHUFFLE_TAIL = '''
-    acc = warp_sum(acc)
-    lane = cuda.threadIdx.x % 32
-    warp = cuda.threadIdx.x // 32
-    if lane == 0:
-        warp_totals[warp] = acc
-    cuda.syncthreads()
-    if warp == 0:
-        warps = (cuda.blockDim.x + 31) // 32
-        acc = warp_totals[lane] if lane < warps else float32(0.0)
-        acc = warp_sum(acc)
-        if lane == 0:
-            cuda.atomic.add(output, 0, acc)
-'''
 
 CORRECT_VARIANTS = {
     "reduction.convergent": (
@@ -701,13 +693,7 @@ def shuffle_sum_kernel(input, output, n):
     for i in range(cuda.grid(1), n, cuda.gridsize(1)):
         acc += input[i]
 ''' + _SHUFFLE_TAIL),
-        ("one atomic per warp instead of per block", None, '''
-@cuda.jit(device=True)
-def warp_sum(value):
-    for offset in (16, 8, 4, 2, 1):
-        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
-    return value
-
+        ("one atomic per warp instead of per block", None, _DOWN_WARP_SUM + '''
 
 @cuda.jit
 def shuffle_sum_kernel(input, output, n):
@@ -731,13 +717,7 @@ def shuffle_sum_kernel(input, output, n):
         acc += input[i]
         i += cuda.gridsize(1)
 ''' + _SHUFFLE_TAIL),
-        ("the reference's shfl_down, the grid-stride loop as a range", None, '''
-@cuda.jit(device=True)
-def warp_sum(value):
-    for offset in (16, 8, 4, 2, 1):
-        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
-    return value
-
+        ("the reference's shfl_down, the grid-stride loop as a range", None, _DOWN_WARP_SUM + '''
 
 @cuda.jit
 def shuffle_sum_kernel(input, output, n):
