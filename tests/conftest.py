@@ -51,6 +51,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="checks a simulator-only feature"))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_simulated_threads_left():
+    """A simulated kernel that was stopped (time limit, interrupt, error) must not leave
+    threads behind: they would run on, slow every later test and confuse the watchdog's."""
+    yield
+    if workbook.MODE != "sim":
+        return
+    from workbook.sim.watchdog import simulated_threads
+
+    left = simulated_threads(wait=5.0)
+    assert not left, (f"{len(left)} simulated CUDA threads still run after this module's "
+                      f"tests: a stopped kernel left them behind")
+
+
 @pytest.fixture
 def rng(request):
     """A fresh random generator per test; the seed is printed on failure."""

@@ -2,12 +2,12 @@
 
 import pytest
 from solution_cells import bug_id, namespace_with
-from test_watchdog import simulated_threads
 
 import workbook
 from grader.exercise import check_exercise
 from grader.exercises import get as get_exercise
 from grader.exercises import ldmatrix
+from workbook.sim.watchdog import simulated_threads
 
 LESSON = "01_ldmatrix"
 SIM = pytest.mark.sim_only  # detected by the simulator; on a GPU the result may look right

@@ -25,7 +25,7 @@ from test_grading import write_notebook
 from grader.exercise import SIZE_PER_BOUND, Case, case_time_limit, check_exercise
 from grader.exercises import get
 from grader.results import PASSED, TIMEOUT
-from workbook.sim.watchdog import KernelStopped, StoppableLock
+from workbook.sim.watchdog import KernelStopped, StoppableLock, simulated_threads
 
 SIM = pytest.mark.sim_only  # kernels that never end: on a GPU they could not be stopped
 
@@ -34,12 +34,6 @@ LESSON = "02_reduction"
 BOUND = 2  # seconds per case in these tests (WORKBOOK_CHECK_TIMEOUT)
 SLACK = 6  # for stopping the threads and a busy two-core machine
 NO_STRIDE_UPDATE = ("        stride *= 2\n", "")  # the loop of reduction.simple never advances
-
-
-def simulated_threads() -> list[threading.Thread]:
-    from numba.cuda.simulator.kernel import BlockThread
-
-    return [t for t in threading.enumerate() if isinstance(t, BlockThread) and t.is_alive()]
 
 
 def timed_check(exercise_id: str, namespace: dict):

@@ -190,6 +190,19 @@ def stop_threads(threads: Sequence[threading.Thread]) -> list[threading.Thread]:
     return live
 
 
+def simulated_threads(wait: float = 0.0) -> list[threading.Thread]:
+    """The simulated CUDA threads still alive, after waiting up to ``wait`` seconds for
+    them to end (none should outlive their kernel)."""
+    from numba.cuda.simulator.kernel import BlockThread
+
+    deadline = time.monotonic() + wait
+    while True:
+        live = [t for t in threading.enumerate() if isinstance(t, BlockThread) and t.is_alive()]
+        if not live or time.monotonic() >= deadline:
+            return live
+        time.sleep(0.02)
+
+
 def _student_frame(frame):
     """The innermost frame of the student's code (a kernel or device function)."""
     while frame is not None:
@@ -286,4 +299,4 @@ def _causes(states: set[str], looping: bool) -> list[str]:
 
 
 __all__ = ["DEFAULT_TIMEOUT", "KernelStopped", "KernelTimeout", "StoppableLock", "TIMEOUT_ENV",
-           "check_timeout", "describe_block", "stop_threads", "time_limit"]
+           "check_timeout", "describe_block", "simulated_threads", "stop_threads", "time_limit"]
