@@ -7,10 +7,14 @@ lesson's pipeline (``BlobAnalysis`` of the solution notebook: union-find labelli
 compaction to 1..K, statistics from per-block partials) is first checked -- labels equal
 to scipy.ndimage.label's and to cupyx's, statistics equal to numpy's -- then timed phase
 by phase and end to end, next to ``cupyx.scipy.ndimage.label`` (labels only) and OpenCV's
-``connectedComponentsWithStats`` on the CPU, all in the same run.
+``connectedComponentsWithStats`` on the CPU, all in the same run. The same pipeline with
+its labelling tile by tile (``BlobAnalysis(..., labelling="tiles")``: ``label_tiles``,
+tiles labelled in shared memory, then unions across tile borders only) is checked and
+timed beside it, as an extra row per image (", tiles").
 
 Parts of workbook/data/05_ccl.json:
-  phases       label, relabel, stats, pipeline vs cupyx label and OpenCV (ms)
+  phases       label, relabel, stats, pipeline vs cupyx label and OpenCV (ms); a row per
+               image for each labelling (per pixel, and ", tiles")
   stats        per-pixel atomics (exercise 8) vs per-block partials (exercise 9)
   propagation  label propagation (exercise 4) vs union-find on --propagation-size images
 
@@ -173,6 +177,14 @@ def measure_image(ns, image, connectivity, repeat, opencv_repeat):
     check_stats(f"{what}, per-block statistics", analysis.stats, reference, count)
     analysis.statistics(count, ns["blob_stats_kernel"])
     check_stats(f"{what}, per-pixel statistics", analysis.stats, reference, count)
+    tiles = ns["BlobAnalysis"](size, size, labelling="tiles")
+    count_tiles = tiles.run(d_image, connectivity)
+    if count_tiles != count:
+        raise CheckFailed(f"{what}, labelling tile by tile: {count_tiles} blobs, scipy finds "
+                          f"{count_want}")
+    check_labels(f"{what}, labelling tile by tile",
+                 tiles.labels.copy_to_host().reshape(size, size), want)
+    check_stats(f"{what}, labelling tile by tile", tiles.stats, reference, count)
 
     result = {
         "count": count,
@@ -183,6 +195,8 @@ def measure_image(ns, image, connectivity, repeat, opencv_repeat):
         "stats_pixel": milliseconds(lambda: analysis.statistics(count, ns["blob_stats_kernel"]),
                                     repeat),
         "pipeline": milliseconds(lambda: analysis.run(d_image, connectivity), repeat),
+        "label_tiles": milliseconds(lambda: tiles.label_tiles(d_image, connectivity), repeat),
+        "pipeline_tiles": milliseconds(lambda: tiles.run(d_image, connectivity), repeat),
     }
     notes = []
     cupyx = cupyx_baseline(image, connectivity, want, repeat)
@@ -235,6 +249,11 @@ def build_parts(size, results, propagation, prop_size, repeat, opencv_threads, t
                            r["pipeline"], or_missing(r["cupyx"]),
                            or_missing(ratio(r["pipeline"], r["cupyx"])),
                            or_missing(r["opencv"])])
+        # the same image, labelled tile by tile (relabel and stats do not depend on it)
+        phase_rows.append([f"{name}, tiles", r["count"], r["label_tiles"], r["relabel"],
+                           r["stats"], r["pipeline_tiles"], or_missing(r["cupyx"]),
+                           or_missing(ratio(r["pipeline_tiles"], r["cupyx"])),
+                           or_missing(r["opencv"])])
         stat_rows.append([name, r["count"], r["largest"], r["stats_pixel"], r["stats"],
                           ratio(r["stats_pixel"], r["stats"])])
     notes = sorted({n for r in results.values() for n in r["notes"]})
@@ -251,7 +270,10 @@ def build_parts(size, results, propagation, prop_size, repeat, opencv_threads, t
                     "per-block statistics; one host sync to read K). cupyx label: "
                     "cupyx.scipy.ndimage.label alone (labels 1..K, no statistics). OpenCV: "
                     f"connectedComponentsWithStats on the CPU ({opencv_threads} threads), "
-                    f"labels and statistics. Target: pipeline / cupyx <= {TARGET}."
+                    "labels and statistics. Rows ', tiles': BlobAnalysis(labelling='tiles'), "
+                    "label_tiles (tiles labelled in shared memory, unions across tile borders "
+                    "only) in label and pipeline; relabel and stats as in the row above. "
+                    f"Target: pipeline / cupyx <= {TARGET}."
                     + (" " + "; ".join(notes) if notes else ""),
         },
         "stats": {
@@ -316,6 +338,7 @@ def main() -> None:
             print(f"p={p:.2f} {connectivity}-conn: {r['count']:,} blobs; label "
                   f"{r['label']:.3f} relabel {r['relabel']:.3f} stats {r['stats']:.3f} "
                   f"(per pixel {r['stats_pixel']:.3f}) pipeline {r['pipeline']:.3f} ms; "
+                  f"tiles: label {r['label_tiles']:.3f} pipeline {r['pipeline_tiles']:.3f} ms; "
                   f"cupyx {shown(r['cupyx'])} ms; OpenCV {shown(r['opencv'])} ms", flush=True)
 
     propagation = {}

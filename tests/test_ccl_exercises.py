@@ -3,12 +3,13 @@ references behave as the checks assume."""
 
 import numpy as np
 import pytest
-from solution_cells import bug_id, namespace_with, namespace_with_variant
+from solution_cells import bug_id, namespace_with, namespace_with_variant, solution_notebook
 
 import workbook
 from grader.exercise import Case, Mismatch, check_exercise
 from grader.exercises import ccl
 from grader.exercises import get as get_exercise
+from grader.runner import exec_cell
 
 LESSON = "05_ccl"
 
@@ -252,3 +253,238 @@ def test_image_cases_parse():
     inputs = ccl.make_image_inputs(np.random.default_rng(0), case)
     assert inputs["image"].shape == (13, 11)
     assert inputs["connectivity"] == 8
+
+
+# --- BlobAnalysis: labelling tile by tile (the example cell) -----------------------------------
+
+def example_namespace(after: str = "", old: str = "", new: str = "") -> dict:
+    """The solution's setup, exercise and example cells executed, as the benchmarks run them;
+    in the example cell, the first ``old`` after the text ``after`` becomes ``new``."""
+    namespace: dict = {"__name__": "__main__"}
+    for cell in solution_notebook(LESSON).definitions():
+        source = cell.source
+        if cell.role == "example" and old:
+            start = source.index(after)
+            assert old in source[start:], f"mutation {old!r} not found after {after!r}"
+            source = source[:start] + source[start:].replace(old, new, 1)
+        exec_cell({"index": cell.index, "source": source}, namespace)
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def example_ns():
+    return example_namespace()
+
+
+def staircase_image(tile, tiles: int) -> np.ndarray:
+    """``tiles`` tiles of size ``tile`` = (x, y) along the anti-diagonal of a tiles x tiles
+    grid of tiles, each crossed by a 4-connected staircase from its bottom-left pixel to its
+    top-right one; from there a diagonal step up and right, across the tiles' corners, leads
+    to the next tile's bottom-left pixel. The corners are the only contacts between tiles:
+    one blob under 8-connectivity, one per tile under 4."""
+    tw, th = tile
+    image = np.zeros((tiles * th, tiles * tw), np.uint8)
+    for t in range(tiles):
+        y0, x0 = (tiles - 1 - t) * th, t * tw
+        y, x, step = th - 1, 0, 0
+        image[y0 + y, x0 + x] = 1
+        while (y, x) != (0, tw - 1):
+            if x < tw - 1 and (y == 0 or step % 2 == 0):
+                x += 1
+            else:
+                y -= 1
+            step += 1
+            image[y0 + y, x0 + x] = 1
+    return image
+
+
+def snake_image(shape) -> np.ndarray:
+    """Rows of foreground every other row, joined alternately at the right and left ends:
+    one path through the whole image, back and forth across every tile border."""
+    h, w = shape
+    image = np.zeros((h, w), np.uint8)
+    image[::2] = 1
+    for y in range(1, h, 2):
+        image[y, w - 1 if y % 4 == 1 else 0] = 1
+    return image
+
+
+def tile_cases(tile) -> dict:
+    """Images for the tile path, by name; their sizes depend on the tile (x, y) = ``tile``."""
+    tw, th = tile
+    rng = np.random.default_rng(2024)
+    cases = {f"random {p}": ccl.random_image(rng, (2 * th + 3, 3 * tw - 2), p)
+             for p in (0.2, 0.41, 0.5, 0.59, 0.8)}
+    for h, w, size in ((th + 1, tw + 1, "tile+1 x tile+1"), (th - 1, tw - 1, "tile-1 x tile-1"),
+                       (th + 1, tw - 1, "tile+1 x tile-1"), (th - 1, tw + 1, "tile-1 x tile+1"),
+                       (2 * th - 1, 2 * tw + 1, "2tile-1 x 2tile+1")):
+        cases[f"random 0.6 {size}"] = ccl.random_image(rng, (h, w), 0.6)
+        cases[f"frame {size}"] = ccl.frame_image(rng, (h, w))
+    cases.update({
+        "spiral": ccl.spiral_image((2 * th + 1, 2 * tw + 3)),
+        "snake": snake_image((2 * th + 3, 2 * tw + 1)),
+        "maze": ccl.maze_image(rng, (2 * th + 1, 2 * tw + 1)),
+        "checker": ccl.checker_image((th + 2, 2 * tw + 1)),
+        "staircase up-right": staircase_image(tile, 3),
+        "staircase up-left": staircase_image(tile, 3)[:, ::-1].copy(),
+        "single row": ccl.random_image(rng, (1, 3 * tw + 1), 0.6),
+        "single column": ccl.random_image(rng, (3 * th + 1, 1), 0.6),
+        "full": np.ones((th + 1, 2 * tw - 1), np.uint8),
+        "empty": np.zeros((th - 1, tw + 1), np.uint8),
+        "one pixel": np.ones((1, 1), np.uint8),
+    })
+    return cases
+
+
+def label_tiles(ns, image: np.ndarray, connectivity: int) -> np.ndarray:
+    """``BlobAnalysis.label_tiles`` on ``image``: the roots, flat. In the simulator the roots
+    and the forest are watched for races between blocks."""
+    from numba import cuda
+
+    h, w = image.shape
+    analysis = ns["BlobAnalysis"](h, w, labelling="tiles")
+    if workbook.MODE == "sim":
+        from workbook.sim.global_races import watch
+
+        watch(analysis.roots, "roots")
+        watch(analysis.forest, "forest")
+    analysis.roots.copy_to_device(np.full(h * w, -7, np.int32))
+    analysis.label_tiles(cuda.to_device(np.ascontiguousarray(image.reshape(-1))), connectivity)
+    return analysis.roots.copy_to_host()
+
+
+def test_staircase_and_snake_images(example_ns):
+    """The staircase meets other tiles only at corners; the snake is one path."""
+    tile = example_ns["LABEL_TILE"]
+    image = staircase_image(tile, 3)
+    assert ccl.scipy_labels(image, 8)[1] == 1
+    assert ccl.scipy_labels(image, 4)[1] == 3
+    assert ccl.scipy_labels(snake_image((7, 5)), 4)[1] == 1
+
+
+@pytest.mark.parametrize("name", list(tile_cases((8, 12))))  # the names, whatever the tile
+def test_label_tiles_gives_first_pixel_roots(example_ns, name):
+    """label_tiles: every foreground pixel holds its blob's first pixel, as label does."""
+    image = tile_cases(example_ns["LABEL_TILE"])[name]
+    for connectivity in (4, 8):
+        got = label_tiles(example_ns, image, connectivity)
+        want = ccl.first_pixel_labels(image, connectivity)
+        wrong = np.flatnonzero(got != want)
+        assert wrong.size == 0, (
+            f"{name} {image.shape}, {connectivity}-connectivity: {wrong.size} pixels wrong, "
+            f"first at {divmod(int(wrong[0]), image.shape[1])}: got {got[wrong[0]]}, "
+            f"expected {want[wrong[0]]}")
+
+
+@pytest.mark.parametrize("name", ["random 0.59", "spiral", "staircase", "edge"])
+def test_run_with_tiles_matches_scipy_and_the_pixel_path(example_ns, name):
+    from numba import cuda
+
+    tw, th = example_ns["LABEL_TILE"]
+    image = {"random 0.59": ccl.random_image(np.random.default_rng(3), (2 * th + 1, 3 * tw), 0.59),
+             "spiral": ccl.spiral_image((th + 3, 2 * tw - 1)),
+             "staircase": staircase_image((tw, th), 2),
+             "edge": ccl.random_image(np.random.default_rng(4), (th + 1, tw - 1), 0.5)}[name]
+    h, w = image.shape
+    d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
+    for connectivity in (4, 8):
+        want, count = ccl.scipy_labels(image, connectivity)
+        tiles = example_ns["BlobAnalysis"](h, w, labelling="tiles")
+        assert tiles.run(d_image, connectivity) == count
+        np.testing.assert_array_equal(tiles.labels.copy_to_host().reshape(h, w), want)
+        pixels = example_ns["BlobAnalysis"](h, w)
+        assert pixels.labelling == "pixels"  # the measured path stays the default
+        pixels.label(d_image, connectivity)
+        np.testing.assert_array_equal(tiles.roots.copy_to_host(), pixels.roots.copy_to_host())
+        stats = ccl.stats_reference(want, count)
+        for field in ccl.STAT_NAMES:
+            np.testing.assert_array_equal(tiles.stats[field].copy_to_host()[:count],
+                                          stats[field], err_msg=field)
+
+
+def test_unknown_labelling_is_refused(example_ns):
+    with pytest.raises(ValueError, match="labelling"):
+        example_ns["BlobAnalysis"](4, 4, labelling="tile")
+
+
+BORDER_NEIGHBOURS = "        for dx in range(-1, 2):"
+
+
+def test_border_merge_missing_the_corner_diagonal_is_caught():
+    """A border merge that skips the up-right neighbour loses the diagonal step across a
+    tile's top-right corner: the staircase falls apart under 8-connectivity."""
+    ns = example_namespace("def border_merge_kernel", BORDER_NEIGHBOURS,
+                           BORDER_NEIGHBOURS.replace("range(-1, 2)", "range(-1, 1)"))
+    image = staircase_image(ns["LABEL_TILE"], 3)
+    got = label_tiles(ns, image, 8)
+    assert not np.array_equal(got, ccl.first_pixel_labels(image, 8))
+    assert len(np.unique(got[got >= 0])) == 3  # one blob per tile: no corner was crossed
+    # the mirrored staircase crosses corners up-left, which the variant still merges
+    mirrored = image[:, ::-1].copy()
+    np.testing.assert_array_equal(label_tiles(ns, mirrored, 8),
+                                  ccl.first_pixel_labels(mirrored, 8))
+
+
+def test_border_merge_without_the_right_column_is_caught(example_ns):
+    """Under 8-connectivity a right-column pixel's up-right step enters the next tile below
+    its top row: a border merge launched on the top row and left column only misses it."""
+    tw, th = example_ns["LABEL_TILE"]
+    image = np.zeros((th, 2 * tw), np.uint8)
+    image[1, tw - 1] = image[0, tw] = 1  # one diagonal pair, across the vertical border
+    np.testing.assert_array_equal(label_tiles(example_ns, image, 8),
+                                  ccl.first_pixel_labels(image, 8))
+    ns = example_namespace("BORDER_THREADS =", "2 * (LABEL_TILE[1] - 1)",
+                           "(LABEL_TILE[1] - 1)")
+    got = label_tiles(ns, image, 8)
+    assert got[tw - 1 + 2 * tw] != got[tw]  # the two pixels stay apart
+
+
+@pytest.mark.sim_only
+@pytest.mark.skipif(not _checks_races_within_blocks(),
+                    reason="the simulator does not check races within a block")
+def test_tile_finds_without_a_barrier_after_the_unions_race():
+    """Without the barrier between the unions and the finds, a thread's plain loads of the
+    shared forest meet other threads' atomic unions: the sanitizer reports the race."""
+    from workbook.sim.sanitizer import RaceError
+
+    ns = example_namespace("    # 2. union", "    cuda.syncthreads()\n", "")
+    tw, th = ns["LABEL_TILE"]
+    with pytest.raises(RaceError, match="data race on shared memory"):
+        label_tiles(ns, np.ones((th, tw), np.uint8), 8)
+
+
+@PAST_IMAGE
+def test_border_merge_column_bound_one_past_the_row_is_caught():
+    """A border thread one column past a partial tile's last pixel (x > width) reads past
+    the image on its last row."""
+    bound = "    if x >= width or y >= height:  # a partial tile"
+    ns = example_namespace("def border_merge_kernel", bound,
+                           bound.replace("x >= width", "x > width"))
+    tw, th = ns["LABEL_TILE"]
+    with pytest.raises(IndexError, match="out of bounds"):
+        label_tiles(ns, np.ones((th + 1, tw - 1), np.uint8), 4)
+
+
+@pytest.mark.slow
+def test_tile_kernels_compile_for_the_gpu():
+    """The simulator runs the tile kernels as Python; numba-cuda's compiler must accept
+    them too (types of shared-memory atomics, device functions on shared arrays)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("sm90_compile.py")
+    args = "uint8[::1], int32[::1], int32[::1], int64, int64, int64"
+    done = subprocess.run(
+        [sys.executable, str(script), LESSON,
+         "tile_label_kernel=void(uint8[::1], int32[::1], int64, int64, int64)",
+         f"border_merge_kernel=void({args})", f"uf_merge_kernel=void({args})"],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = {line.split(":")[0]: line for line in done.stdout.splitlines() if ":" in line}
+    # the tile pass: its three phases apart, its unions on the shared-memory forest
+    assert "2 barriers" in lines["tile_label_kernel"], lines
+    assert "0 shared-memory" not in lines["tile_label_kernel"], lines
+    assert " 0 other atomics" in lines["tile_label_kernel"], lines
+    # the border merge: global atomics only, as exercise 5's merge
+    assert "0 shared-memory" in lines["border_merge_kernel"], lines
