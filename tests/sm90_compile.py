@@ -1,11 +1,15 @@
-"""Compile kernels of a solution notebook for sm_90 with numba-cuda's real compiler, on a
-machine without a GPU (NVVM comes with the numba-cuda[cu13] wheels).
+"""Compile kernels for sm_90 with numba-cuda's real compiler, on a machine without a GPU
+(NVVM comes with the numba-cuda[cu13] wheels).
 
-    python tests/sm90_compile.py LESSON NAME=SIGNATURE ...
+    python tests/sm90_compile.py LESSON NAME=SIGNATURE ...   # kernels of a solution notebook
+    python tests/sm90_compile.py variants                    # the metric rules' variants
 
-The simulator runs kernels as Python, so it accepts code that the GPU compiler rejects
-(types, unsupported calls); this catches that before a GPU does. Run in its own process:
-numba chooses the simulator or the compiler once per process. Prints a line per kernel.
+The simulator runs kernels as Python, so it accepts code that the GPU compiler rejects (a
+local array whose size is not a constant of the kernel, types of atomics, unsupported
+calls); this finds it before a GPU run does. ``variants`` compiles the kernels that
+``benchmarks/metric_rules.py`` profiles, for the solution and for every correct and slow
+variant. Runs in its own process: numba chooses the simulator or the compiler once per
+process. Prints a line per kernel; exit code 1 if one does not compile.
 """
 
 import importlib.util
@@ -35,12 +39,24 @@ def gpu_mode_without_a_gpu():
         compute_capability = CC
 
     dispatcher.get_current_device = Device
-
-
-def main(lesson: str, kernels: list[str]) -> int:
-    gpu_mode_without_a_gpu()
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+
+def compile_kernel(label: str, kernel, signature: str) -> bool:
     from numba import cuda
+
+    try:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=CC)
+    except Exception as exc:  # the compiler's error is the finding
+        print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[:600]}", flush=True)
+        return False
+    atomics, shared = ptx.count("atom."), ptx.count("atom.shared")
+    print(f"ok {label}: {len(ptx.splitlines())} lines of PTX, {ptx.count('bar.sync')} "
+          f"barriers, {shared} shared-memory and {atomics - shared} other atomics", flush=True)
+    return True
+
+
+def solution_kernels(lesson: str, kernels: list[str]) -> bool:
     from solution_cells import solution_notebook
 
     from grader.runner import exec_cell
@@ -48,16 +64,73 @@ def main(lesson: str, kernels: list[str]) -> int:
     namespace = {"__name__": "__main__"}
     for cell in solution_notebook(lesson).definitions():
         exec_cell({"index": cell.index, "source": cell.source}, namespace)
-    for spec in kernels:
-        name, signature = spec.split("=", 1)
-        ptx, _ = cuda.compile_ptx(namespace[name].py_func, signature, cc=CC)
-        atomics = ptx.count("atom.")
-        shared = ptx.count("atom.shared")
-        print(f"{name}: {len(ptx.splitlines())} lines of PTX, {ptx.count('bar.sync')} "
-              f"barriers, {shared} shared-memory and {atomics - shared} other atomics",
-              flush=True)
-    return 0
+    results = [compile_kernel(spec.split("=", 1)[0], namespace[spec.split("=", 1)[0]],
+                              spec.split("=", 1)[1]) for spec in kernels]
+    return all(results)
+
+
+F32 = "float32[::1]"
+ONE_BLOCK = f"void({F32}, {F32})"
+GRID = f"void({F32}, {F32}, int64)"
+ROWS = "void(float32[:, ::1], float32[:, ::1])"
+NORM = (f"void(float32[:, ::1], {F32}, {F32}, boolean, float32, float32[:, ::1], {F32}, "
+        f"{F32})")
+STATS = "void(int32[::1], int64, int64, " + ", ".join(["int32[::1]"] * 5 + ["int64[::1]"] * 2) + ")"
+
+
+def _softmax_warp(ns):
+    import numpy as np
+
+    from grader.exercises.softmax import WARP_PROFILE, warp_config
+
+    per_thread, width, rows = warp_config(WARP_PROFILE[1], 4)
+    return ns["make_warp_softmax"](np.dtype(np.float32), 4, per_thread, width, rows, False)
+
+
+def _softmax_block(factory):
+    import numpy as np
+
+    return lambda ns: ns[factory](np.dtype(np.float32), 4, False)
+
+
+# exercise id -> (the kernel it profiles, made from the cells' namespace; its signature)
+PROFILED = {
+    "reduction.convergent": (lambda ns: ns["convergent_sum_kernel"], ONE_BLOCK),
+    "reduction.shared": (lambda ns: ns["shared_sum_kernel"], ONE_BLOCK),
+    "reduction.segmented": (lambda ns: ns["segmented_sum_kernel"], GRID),
+    "reduction.coarsened": (lambda ns: ns["coarsened_sum_kernel"], GRID),
+    "reduction.shuffle": (lambda ns: ns["shuffle_sum_kernel"], GRID),
+    "softmax.warp": (_softmax_warp, ROWS),
+    "softmax.block_smem": (_softmax_block("make_block_smem_softmax"), ROWS),
+    "softmax.block_uncached": (_softmax_block("make_block_uncached_softmax"), ROWS),
+    "layernorm.warp": (lambda ns: ns["make_warp_layernorm"](32, 32, 1), NORM),
+    "layernorm.block_smem": (lambda ns: ns["layernorm_block_smem_kernel"], NORM),
+    "layernorm.block_uncached": (lambda ns: ns["layernorm_block_uncached_kernel"], NORM),
+    "ccl.stats_block": (lambda ns: ns["blob_stats_block_kernel"], STATS),
+}
+
+
+def variant_kernels() -> bool:
+    from solution_cells import namespace_with, namespace_with_variant
+
+    from grader.exercises import get
+
+    ok = True
+    for exercise_id, (make, signature) in PROFILED.items():
+        lesson = get(exercise_id).lesson
+        module = importlib.import_module(f"grader.exercises.{exercise_id.split('.')[0]}")
+        variants = [("solution", None), ("slow", module.SLOW_VARIANTS[exercise_id]),
+                    *(("correct", v) for v in module.CORRECT_VARIANTS.get(exercise_id, ()))]
+        for group, variant in variants:
+            ns = (namespace_with(lesson, exercise_id) if variant is None
+                  else namespace_with_variant(lesson, exercise_id, variant))
+            label = f"{exercise_id} {group}" + (f" ({variant[0]})" if variant else "")
+            ok &= compile_kernel(label, make(ns), signature)
+    return ok
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2:]))
+    gpu_mode_without_a_gpu()
+    done = (variant_kernels() if sys.argv[1:] == ["variants"]
+            else solution_kernels(sys.argv[1], sys.argv[2:]))
+    sys.exit(0 if done else 1)

@@ -48,3 +48,26 @@ def test_correct_variant_is_graded_correct(lesson, exercise, variant):
         warnings.simplefilter("ignore", RuntimeWarning)
         result = check_exercise(get_exercise(exercise), ns, workbook.MODE)
     assert result.passed, f"{variant[0]}: {result.summary()}"
+
+
+@pytest.mark.slow
+def test_profiled_kernels_of_every_variant_compile_for_the_gpu():
+    """The simulator runs a variant's kernels as Python and accepts what numba-cuda's
+    compiler rejects (a local array sized by an expression in the kernel did); the kernels
+    that benchmarks/metric_rules.py profiles must compile for sm_90, for the solution, every
+    correct variant and every slow one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("sm90_compile.py")
+    done = subprocess.run([sys.executable, str(script), "variants"], capture_output=True,
+                          text=True, timeout=900)
+    failed = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+    assert done.returncode == 0 and not failed, "\n".join(failed) or done.stderr[-3000:]
+    compiled = [line for line in done.stdout.splitlines() if line.startswith("ok ")]
+    with_rules = [e for exercises in LESSONS.values() for e in exercises if e.metric_rules]
+    expected = sum(2 + len(getattr(_module(e.lesson), "CORRECT_VARIANTS", {}).get(e.id, ()))
+                   for e in with_rules
+                   if e.id not in ("ldmatrix.swizzle", "layernorm.dispatch", "reduction.generic"))
+    assert len(compiled) == expected, "\n".join(compiled)

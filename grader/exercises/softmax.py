@@ -962,6 +962,7 @@ def make_warp_softmax(dtype, pack, cols_per_thread, group_width, rows_per_thread
     load_pack, store_pack = make_pack_io(dtype, pack)
     W, R, N = group_width, rows_per_thread, cols_per_thread
     GROUPS = 32 // W
+    VALUES = R * N  # a local array's size must be a constant of the kernel
 
     @cuda.jit(device=True)
     def group_max(value, leader):
@@ -980,7 +981,7 @@ def make_warp_softmax(dtype, pack, cols_per_thread, group_width, rows_per_thread
     @cuda.jit
     def warp_softmax_kernel(x, y):
         rows, cols = x.shape
-        vals = cuda.local.array(R * N, float32)
+        vals = cuda.local.array(VALUES, float32)
         lane = cuda.threadIdx.x % W
         leader = cuda.threadIdx.x % 32 - lane
         group = leader // W
@@ -1027,12 +1028,13 @@ def make_warp_softmax(dtype, pack, cols_per_thread, group_width, rows_per_thread
     load_pack, store_pack = make_pack_io(dtype, pack)
     W, R, CPT = group_width, rows_per_thread, cols_per_thread
     PACKS = CPT // pack
+    BUF = R * CPT  # a local array's size must be a constant of the kernel
     TILE = (32 // W) * R
 
     @cuda.jit
     def warp_softmax_kernel(x, y):
         rows, cols = x.shape
-        buf = cuda.local.array(R * CPT, float32)
+        buf = cuda.local.array(BUF, float32)
         lane = cuda.threadIdx.x % W
         first = (cuda.threadIdx.x % 32) // W * R
         tile = cuda.grid(1) // 32 * TILE
