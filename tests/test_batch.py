@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
+from test_watchdog import default_sigint
 from typer.testing import CliRunner
 
 from grader.batch import (
@@ -286,7 +287,8 @@ def test_cli_local_cluster_interrupted_keeps_results(tmp_path):
         [sys.executable, "-m", "grader.cli", "batch", str(root), "--out", str(out),
          "--mode", "sim", "--workers", "2", "-e", "reduction.simple", "--timeout", "600"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)  # a process group of its own, as a terminal gives it
+        start_new_session=True,  # a process group of its own, as a terminal gives it
+        preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 120
         while not (out / "alice.json").exists() and time.monotonic() < deadline:

@@ -194,6 +194,13 @@ def namespace_cell_without_stride_update() -> str:
     return source.replace(*NO_STRIDE_UPDATE)
 
 
+def default_sigint() -> None:
+    """For a child process that must stop at SIGINT: its default action even when this
+    process was started with SIGINT ignored (a background job without job control), which
+    a child inherits and which keeps Python from raising KeyboardInterrupt in it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 INTERRUPTED = r"""
 import json, sys, threading
 sys.path.insert(0, sys.argv[1])
@@ -240,7 +247,8 @@ def test_interrupt_stops_a_running_kernel_and_the_next_ones_run(tmp_path):
     env = dict(os.environ, WORKBOOK_MODE="sim", WORKBOOK_CHECK_TIMEOUT="120",
                PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, str(script), str(ROOT / "tests")], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=default_sigint)
     lines, delays = [], []
     deadline = threading.Timer(180, proc.kill)  # an interrupt that does not work ends here
     deadline.start()
