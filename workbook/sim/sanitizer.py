@@ -75,6 +75,7 @@ __all__ = [
     "labelled_site",
     "memory_space",
     "register",
+    "student_frame",
 ]
 
 ENV = "WORKBOOK_SANITIZE"
@@ -206,6 +207,14 @@ def site_id(code, offset: int) -> int:
                 _sites.append((code, offset))
                 site = _site_ids[key] = len(_sites) - 1
     return site
+
+
+def student_frame(frame):
+    """``frame`` or, if it runs library code (numba's simulator, the workbook, the standard
+    library), its first caller that does not: the kernel or device function."""
+    while frame is not None and _is_library(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
 
 
 def caller_site(frame):

@@ -26,7 +26,7 @@ import threading
 
 import numpy as np
 
-from workbook.sim import sanitizer
+from workbook.sim import array_shapes, sanitizer
 from workbook.sim.sanitizer import BLOCK, READ, WRITE, access, caller_site
 
 _current_thread = threading.current_thread
@@ -310,6 +310,7 @@ class SanitizedShared:
             with block.lock:
                 result = block.shared.get(key)
                 if result is None:
+                    array_shapes.check("shared")
                     decl = {"name": _declared_name(frame),
                             "site": (frame.f_code, frame.f_lineno)}
                     result = block.shared[key] = _new_array(shape, dtype, decl)
