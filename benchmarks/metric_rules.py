@@ -188,9 +188,10 @@ def validate_lesson(lesson: str, out: Path, only: set[str] = frozenset()) -> lis
     result = {"device": device, "date": today, "lesson": lesson, "exercises": records,
               "problems": problems}
     path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    margins = table(records)
     (out / f"metric_rules-{lesson}.md").write_text(
-        f"{lesson}, {device}, {today}: ratio = value / reference value\n\n" + table(records))
-    print(table(records))
+        f"{lesson}, {device}, {today}: ratio = value / reference value\n\n" + margins)
+    print(margins)
     print("\n".join(["", f"{lesson} problems:", *problems]) if problems
           else f"\n{lesson}: all rules validated")
     return problems

@@ -64,8 +64,10 @@ def solution_kernels(lesson: str, kernels: list[str]) -> bool:
     namespace = {"__name__": "__main__"}
     for cell in solution_notebook(lesson).definitions():
         exec_cell({"index": cell.index, "source": cell.source}, namespace)
-    results = [compile_kernel(spec.split("=", 1)[0], namespace[spec.split("=", 1)[0]],
-                              spec.split("=", 1)[1]) for spec in kernels]
+    results = []
+    for spec in kernels:
+        name, signature = spec.split("=", 1)
+        results.append(compile_kernel(name, namespace[name], signature))
     return all(results)
 
 

@@ -24,6 +24,7 @@ TIMEOUT_ENV = "WORKBOOK_CHECK_TIMEOUT"
 DEFAULT_TIMEOUT = 20.0
 STOP_WAIT_S = 3.0  # how long stopped threads get to end
 COOPERATIVE_STOP_S = 0.2  # how long waiting threads get to see the abort before being raised in
+RAISE_AGAIN_S = 0.5  # between two raises in a thread still alive (it may have been in C code)
 LOCK_POLL_S = 0.05  # how often a thread waiting for a StoppableLock looks for an abort
 
 _LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, str(Path(__file__).parents[1]),
@@ -179,9 +180,9 @@ def stop_threads(threads: Sequence[threading.Thread]) -> list[threading.Thread]:
     live = [t for t in threads if t.is_alive()]
     # waiting threads see the abort and end by themselves: raising in them could land while
     # they hold a lock; only threads still running student code after a moment are raised in
-    last_raise = start + COOPERATIVE_STOP_S - 0.5
+    last_raise = start + COOPERATIVE_STOP_S - RAISE_AGAIN_S
     while live and time.monotonic() - start < STOP_WAIT_S:
-        if time.monotonic() - last_raise > 0.5:  # again for a thread that was in C code
+        if time.monotonic() - last_raise > RAISE_AGAIN_S:
             last_raise = time.monotonic()
             for thread in live:
                 _raise_in(thread.ident, KernelStopped)
