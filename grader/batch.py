@@ -157,8 +157,7 @@ def grade_submission(name: str, shown_as: str, content: bytes, options: dict) ->
     """Grade one notebook (a Dask task): ``{"report": ...}``, ``{"error": ...}`` or
     ``{"skipped": ...}``, plain data. The notebook travels as bytes, so workers need
     no file system shared with the instructor's machine."""
-    from grader.cli import _exercises_in
-    from grader.grade import grade_notebook
+    from grader.grade import exercises_in, grade_notebook
     from grader.notebook import NotebookError, load
 
     worker = _worker_address()
@@ -167,7 +166,7 @@ def grade_submission(name: str, shown_as: str, content: bytes, options: dict) ->
         path.write_bytes(content)
         try:
             notebook = load(path)
-            ids = _exercises_in(notebook, list(options["exercises"]))
+            ids = exercises_in(notebook, list(options["exercises"]))
             if ids is None:
                 return {"skipped": f"lesson {notebook.lesson} has none of the selected "
                                    "exercises", "worker": worker}

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from grader import notebook as nbmod
 from grader import report as rep
-from grader.grade import grade_notebook
+from grader.grade import exercises_in, grade_notebook
 from grader.progress import PhaseDisplay
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -64,7 +64,7 @@ def check(
     try:
         resolved = resolve(mode.value)
         notebooks = [nbmod.load(p) for p in nbmod.find_notebooks(paths)]
-        plan = [(nb, _exercises_in(nb, only)) for nb in notebooks]
+        plan = [(nb, exercises_in(nb, only)) for nb in notebooks]
         plan = [(nb, ids) for nb, ids in plan if ids is not None]
         selected_tools()
     except (ModeError, nbmod.NotebookError, ValueError) as exc:
@@ -89,21 +89,6 @@ def check(
     if gradescope:
         rep.write_json(rep.gradescope_report(reports), gradescope)
     raise typer.Exit(EXIT_OK if all(r.passed for r in reports) else EXIT_FAILED)
-
-
-def _exercises_in(notebook, only: list[str]) -> list[str] | None:
-    """The exercises of ``only`` that the notebook's lesson declares ([] for all of them),
-    or None when ``only`` names none of them; an id no lesson declares is an error."""
-    from grader.exercises import UnknownExercise, get
-
-    if not only:
-        return []
-    try:
-        lessons = {get(i).lesson for i in only}
-    except UnknownExercise as exc:
-        raise nbmod.NotebookError(str(exc).strip("'\"")) from None
-    mine = [i for i in only if get(i).lesson == notebook.lesson]
-    return mine if notebook.lesson in lessons else None
 
 
 def _progress(result) -> None:

@@ -88,6 +88,19 @@ def selected_exercises(notebook: LessonNotebook, only: Sequence[str] = ()) -> li
     return [e for e in declared if not only or e.id in only]
 
 
+def exercises_in(notebook: LessonNotebook, only: Sequence[str]) -> list[str] | None:
+    """The exercises of ``only`` that the notebook's lesson declares ([] for all of them),
+    or None when ``only`` names none of them; an id no lesson declares is an error."""
+    if not only:
+        return []
+    try:
+        lessons = {catalogue.get(i).lesson for i in only}
+    except catalogue.UnknownExercise as exc:
+        raise NotebookError(str(exc).strip("'\"")) from None
+    mine = [i for i in only if catalogue.get(i).lesson == notebook.lesson]
+    return mine if notebook.lesson in lessons else None
+
+
 def grade_notebook(
     notebook: LessonNotebook,
     mode: str,
