@@ -838,10 +838,10 @@ def exact_size(cases) -> tuple[NormCase, ...]:
 
 
 def _exercise(id_, title, entry, run, verify, cases, make=make_layer_norm,
-              reference=reference_layer_norm, needs=(), exact=False):
+              reference=reference_layer_norm, needs=(), exact=False, points=1.0):
     return Exercise(
         id=f"layernorm.{id_}", lesson=LESSON, title=title, entry=entry, make_inputs=make,
-        run=run, reference=reference, verify=verify, cases=cases, needs=needs,
+        run=run, reference=reference, verify=verify, cases=cases, needs=needs, points=points,
         sanitizer_cases=exact_size(cases["gpu"]) if exact else None,
     )
 
@@ -851,20 +851,21 @@ EXERCISES = (
               "variance_welford", _run_variance, _verify_variance, _variance_cases(),
               make=_make_variance, reference=_reference_variance,
               needs=("variance_two_pass", "variance_naive", "welford_update",
-                     "welford_combine")),
+                     "welford_combine"), points=2),
     _exercise("warp", "warp LayerNorm: a thread group per row, the row in registers",
               "make_warp_layernorm", _run_warp, _verify_kernel, _warp_cases(),
-              needs=("welford_warp_allreduce",), exact=True),
+              needs=("welford_warp_allreduce",), exact=True, points=3),
     _exercise("block_smem", "block LayerNorm with the row in shared memory",
               "layernorm_block_smem_kernel", _run_block("layernorm_block_smem_kernel", True),
-              _verify_kernel, _block_cases(), needs=("welford_block_allreduce",), exact=True),
+              _verify_kernel, _block_cases(), needs=("welford_block_allreduce",), exact=True,
+              points=3),
     _exercise("block_uncached", "uncached block LayerNorm (the row read twice)",
               "layernorm_block_uncached_kernel",
               _run_block("layernorm_block_uncached_kernel", False), _verify_kernel,
-              _block_cases(), needs=("welford_block_allreduce",), exact=True),
+              _block_cases(), needs=("welford_block_allreduce",), exact=True, points=2),
     _exercise("dispatch", "dispatcher by row length and occupancy, float32 and float16",
               "layer_norm", _run_dispatch, _verify_dispatch, _dispatch_cases(),
-              reference=_reference_dispatch, needs=("plan_layer_norm",)),
+              reference=_reference_dispatch, needs=("plan_layer_norm",), points=2),
 )
 
 

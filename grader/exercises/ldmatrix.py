@@ -473,10 +473,10 @@ def _predict_reference():
     return F.x1_coords(trans=False)
 
 
-def _exercise(id_, title, entry, make, run, reference, verify, cases, needs=()):
+def _exercise(id_, title, entry, make, run, reference, verify, cases, needs=(), points=1.0):
     return Exercise(id=f"ldmatrix.{id_}", lesson=LESSON, title=title, entry=entry,
                     make_inputs=make, run=run, reference=reference, verify=verify, cases=cases,
-                    needs=needs)
+                    needs=needs, points=points)
 
 
 EXERCISES = (
@@ -485,38 +485,38 @@ EXERCISES = (
               lambda inputs: None, _verify_address,
               {"sim": (Case(32, "threads"), Case(64, "threads")),
                "gpu": (Case(32, "threads"), Case(64, "threads"))},
-              needs=("ADDRESS_CU",)),
+              needs=("ADDRESS_CU",), points=1),
     _exercise("predict", "predict the ldmatrix .x1 fragment map (numpy)", "x1_fragment_map",
               lambda rng, case: {}, _run_predict, lambda inputs: _predict_reference(),
-              _verify_predict, {"sim": (Case(32, "map"),), "gpu": (Case(32, "map"),)}),
+              _verify_predict, {"sim": (Case(32, "map"),), "gpu": (Case(32, "map"),)}, points=1),
     _exercise("x1", "ldmatrix .x1: one 8x8 matrix", "ldmatrix_x1_kernel", _matrix_inputs((8, 8)),
               _run_ldmatrix("ldmatrix_x1_kernel", "LDMATRIX_X1_CU", 1),
               lambda inputs: F.ldmatrix([inputs["m"]]), _verify_x1, _ldm_cases(),
-              needs=("LDMATRIX_X1_CU",)),
+              needs=("LDMATRIX_X1_CU",), points=1),
     _exercise("x4", "ldmatrix .x4: an mma A fragment", "ldmatrix_x4_kernel",
               _matrix_inputs((16, 16)), _run_ldmatrix("ldmatrix_x4_kernel", "LDMATRIX_X4_CU", 4),
               lambda inputs: F.a_fragments(inputs["m"]), _verify_x4, _ldm_cases(),
-              needs=("LDMATRIX_X4_CU",)),
+              needs=("LDMATRIX_X4_CU",), points=1),
     _exercise("trans", "ldmatrix .x2.trans: an mma B fragment", "ldmatrix_x2_trans_kernel",
               _matrix_inputs((16, 8)),
               _run_ldmatrix("ldmatrix_x2_trans_kernel", "LDMATRIX_X2_TRANS_CU", 2),
               lambda inputs: F.b_fragments(inputs["m"]), _verify_trans, _ldm_cases(),
-              needs=("LDMATRIX_X2_TRANS_CU",)),
+              needs=("LDMATRIX_X2_TRANS_CU",), points=1),
     _exercise("stmatrix", "stmatrix .x4, and an ldmatrix -> stmatrix round trip",
               "stmatrix_x4_kernel", _make_stmatrix, _run_stmatrix, lambda inputs: None,
-              _verify_stmatrix, _ldm_cases(), needs=("STMATRIX_CU", "roundtrip_kernel")),
+              _verify_stmatrix, _ldm_cases(), needs=("STMATRIX_CU", "roundtrip_kernel"), points=2),
     _exercise("mma", "one mma.m16n8k16 tile from ldmatrix fragments", "mma_tile_kernel",
               _make_gemm, _run_mma, _gemm_reference, _verify_mma,
               {"sim": (Case(16, "integers", note="16x8x16"), Case(16, "identity", note="16x8x16"),
                        Case(16, "normal", note="16x8x16")),
                "gpu": (Case(16, "integers", note="16x8x16"), Case(16, "identity", note="16x8x16"),
                        Case(16, "normal", note="16x8x16"), Case(16, "normal", note="16x8x16"))},
-              needs=("MMA_CU",)),
+              needs=("MMA_CU",), points=2),
     _exercise("gemm", "GEMM from ldmatrix fragments and mma tiles", "gemm_kernel", _make_gemm,
-              _run_gemm, _gemm_reference, _verify_gemm, _gemm_cases()),
+              _run_gemm, _gemm_reference, _verify_gemm, _gemm_cases(), points=2),
     _exercise("swizzle", "XOR-swizzled tile: ldmatrix without bank conflicts",
               "swizzled_fragments_kernel", _matrix_inputs((16, 64)), _run_swizzle,
-              _reference_slices, _verify_swizzle, _ldm_cases(), needs=("swizzle",)),
+              _reference_slices, _verify_swizzle, _ldm_cases(), needs=("swizzle",), points=1),
 )
 
 

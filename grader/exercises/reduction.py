@@ -294,35 +294,35 @@ def _verify_generic(got, expected, inputs, mode):
 
 
 def _exercise(id_, title, entry, run, verify, cases, make=make_values,
-              reference=_sum_reference, needs=()):
+              reference=_sum_reference, needs=(), points=1.0):
     return Exercise(
         id=f"reduction.{id_}", lesson=LESSON, title=title, entry=entry, make_inputs=make,
-        run=run, reference=reference, verify=verify, cases=cases, needs=needs,
+        run=run, reference=reference, verify=verify, cases=cases, needs=needs, points=points,
     )
 
 
 EXERCISES = (
     _exercise("simple", "simple interleaved tree reduce (one block, in place)",
               "simple_sum_kernel", _run_single_block("simple_sum_kernel", read_only=False),
-              _verify_single_block, SINGLE_BLOCK_CASES),
+              _verify_single_block, SINGLE_BLOCK_CASES, points=1),
     _exercise("convergent", "divergence-free (convergent) reduce", "convergent_sum_kernel",
               _run_single_block("convergent_sum_kernel", read_only=False),
-              _verify_single_block, SINGLE_BLOCK_CASES),
+              _verify_single_block, SINGLE_BLOCK_CASES, points=1),
     _exercise("shared", "shared-memory reduce (input read once, never written)",
               "shared_sum_kernel", _run_single_block("shared_sum_kernel", read_only=True),
-              _verify_single_block, SINGLE_BLOCK_CASES),
+              _verify_single_block, SINGLE_BLOCK_CASES, points=1),
     _exercise("segmented", "segmented multi-block reduce with atomicAdd",
               "segmented_sum_kernel", _run_segmented, _verify_segmented,
-              _multi_block_cases(2 * THREADS["sim"], 2 * THREADS["gpu"])),
+              _multi_block_cases(2 * THREADS["sim"], 2 * THREADS["gpu"]), points=1),
     _exercise("coarsened", "thread-coarsened reduce", "coarsened_sum_kernel", _run_coarsened,
               _verify_coarsened, _multi_block_cases(8 * THREADS["sim"], 8 * THREADS["gpu"]),
-              needs=("COARSE_FACTOR",)),
+              needs=("COARSE_FACTOR",), points=1),
     _exercise("shuffle", "warp-shuffle reduce with a grid-stride loop", "shuffle_sum_kernel",
               _run_warp_shuffle, _verify_grid_stride, _grid_stride_cases(), make=_make_with_grid,
-              needs=("warp_sum",)),
+              needs=("warp_sum",), points=2),
     _exercise("generic", "generic reduce: sum, max, min, argmax from one kernel",
               "make_reduce_kernel", _run_generic, _verify_generic, _generic_cases(),
-              make=_make_generic, reference=_reference_generic),
+              make=_make_generic, reference=_reference_generic, points=2),
 )
 
 
