@@ -901,7 +901,9 @@ METRICS = {
     "stats_block": dict(
         rules=(_rule(DURATION, "duration", "atomics on one address serialise: one global "
                      "atomic per field for each blob of a tile, not one per pixel, lets the "
-                     "kernel run at the speed of its loads", max_ratio=1.5),),
+                     "kernel run at the speed of its loads (correct kernels measured up to "
+                     "1.44x on an H100, 2026-11-25; one atomic per pixel 22.8x)",
+                     max_ratio=2.0),),
         profile=_profile_stats_block, kernels=("blob_stats_block_kernel",)),
 }
 

@@ -740,11 +740,12 @@ DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 SMEM_ST_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
 SMEM_LD_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 
-# Conflict-free code should count (almost) none. The row-major pack layout makes each
-# shared-memory store or load of 32 lanes a 4-way conflict (3 extra wavefronts): 3/32 of
-# the element count, about 3.1 million each way here. PENDING: the bound is 1 % of the
-# elements until a GPU run sets it.
-CONFLICT_BOUND = 0.01 * BLOCK_PROFILE[0] * BLOCK_PROFILE[1]
+# The row-major pack layout makes each shared-memory store or load of 32 lanes a 4-way
+# conflict (3 extra wavefronts): 3/32 of the element count, about 3.1 million each way here.
+# The reference counts some too (its block reductions: 0.15 M stores, 0.31 M loads on an
+# H100, 2026-11-25), and a correct kernel with its own reductions 1.11x the reference's
+# loads; the row-major slow variant 22x / 11x. Bound: twice the reference's count.
+CONFLICT_RATIO = 2.0
 
 
 def _data(rows, cols, dtype=np.float32):
@@ -792,16 +793,17 @@ METRICS = {
     "block_smem": dict(
         rules=(_rule(SMEM_ST_CONFLICTS, "shared-memory store bank conflicts", "packs stored "
                      "column-major put the 32 lanes of a store on 32 different banks",
-                     max_value=CONFLICT_BOUND),
+                     max_ratio=CONFLICT_RATIO),
                _rule(SMEM_LD_CONFLICTS, "shared-memory load bank conflicts", "packs read back "
-                     "column-major: one bank per lane", max_value=CONFLICT_BOUND)),
+                     "column-major: one bank per lane", max_ratio=CONFLICT_RATIO)),
         profile=_profile_block("make_block_smem_softmax", True, BLOCK_PROFILE, 128),
         kernels=("block_smem_softmax_kernel",)),
     "block_uncached": dict(
         rules=(_rule(DRAM_PCT, "DRAM throughput (% of peak)", "every thread of the block "
                      "streams 16-byte packs: DRAM should stay busy", min_ratio=0.8),
                _rule(DURATION, "duration", "two reads and one write per element, the second "
-                     "read partly from L2", max_ratio=1.25)),
+                     "read partly from L2 (correct kernels measured up to 1.13x on an H100, "
+                     "one thread per row 72x)", max_ratio=1.5)),
         profile=_profile_block("make_block_uncached_softmax", False, UNCACHED_PROFILE, 512),
         kernels=("block_uncached_softmax_kernel",)),
 }
