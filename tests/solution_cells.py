@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.notebook import load
+from grader.results import ERROR, FAILED
 from grader.runner import exec_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,3 +48,45 @@ def bug_id(case) -> str:
     """A short pytest id for a ``(exercise, bug description, ...)`` test case."""
     values = case.values if hasattr(case, "values") else case
     return f"{values[0]}-{values[1].split(' (')[0].replace(' ', '_')}"
+
+
+# How the grader rates a student's bug, by the way it shows. A wrong result is FAILED.
+# In the simulator a kernel is stopped where its bug is found: by the sanitizer (a race, a
+# barrier not every thread reaches, a read of uninitialised shared memory), by an index out of
+# bounds, by a warp collective some named lanes never reach, by an overflow of math.exp.
+# Those are ERROR today; a bug in the student's kernel is to become FAILED: change it here.
+SANITIZER_FINDING = ERROR
+BUG_STATUSES = {
+    "wrong result": FAILED,
+    "race": SANITIZER_FINDING,
+    "barrier": SANITIZER_FINDING,
+    "uninitialised": SANITIZER_FINDING,
+    "out of bounds": ERROR,
+    "warp": ERROR,
+    "overflow": ERROR,
+}
+
+
+def expected_rejection(expect, mode: str) -> tuple[str, tuple[str, ...]]:
+    """The status and the message phrases (any one of them) a rejected buggy variant must show.
+
+    ``expect`` is ``(kind, words)``, where ``kind`` is a key of :data:`BUG_STATUSES` and
+    ``words`` a phrase or a tuple of alternatives, or a dict of such pairs by mode."""
+    if isinstance(expect, dict):
+        expect = expect[mode]
+    kind, words = expect
+    alternatives = (words,) if isinstance(words, str) else tuple(words)
+    assert alternatives and all(w.strip() for w in alternatives), \
+        f"a buggy variant must name the diagnosis it expects, not {words!r}"
+    return BUG_STATUSES[kind], alternatives
+
+
+def assert_rejected(result, bug: str, expect, mode: str) -> None:
+    """``result`` rejects the buggy variant ``bug`` with the status and diagnosis expected."""
+    status, alternatives = expected_rejection(expect, mode)
+    summary = result.summary()
+    assert not result.passed, f"{bug} was not caught: {summary}"
+    assert result.status == status, f"{bug}: status {result.status!r}, expected {status!r}\n" \
+                                    f"{summary}"
+    assert any(w in summary for w in alternatives), \
+        f"{bug}: none of {alternatives} in the message\n{summary}"
