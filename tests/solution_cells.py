@@ -50,20 +50,16 @@ def bug_id(case) -> str:
     return f"{values[0]}-{values[1].split(' (')[0].replace(' ', '_')}"
 
 
-# How the grader rates a student's bug, by the way it shows. A wrong result is FAILED.
-# In the simulator a kernel is stopped where its bug is found: by the sanitizer (a race, a
-# barrier not every thread reaches, a read of uninitialised shared memory), by an index out of
-# bounds, by a warp collective some named lanes never reach, by an overflow of math.exp.
-# Those are ERROR today; a bug in the student's kernel is to become FAILED: change it here.
-SANITIZER_FINDING = ERROR
+# How the grader rates a student's bug, by the way it shows. A wrong result is FAILED. In the
+# simulator a kernel is stopped where its bug shows: by the sanitizer (a race, a barrier not
+# every thread reaches, a read of uninitialised shared memory), at an index out of bounds, at a
+# warp collective some named lanes never reach, at an overflow of math.exp. Such a stop is
+# rated STOPPED_BY_THE_BUG (ERROR so far; a bug in the student's kernel is to be FAILED).
+STOPPED_BY_THE_BUG = ERROR
 BUG_STATUSES = {
     "wrong result": FAILED,
-    "race": SANITIZER_FINDING,
-    "barrier": SANITIZER_FINDING,
-    "uninitialised": SANITIZER_FINDING,
-    "out of bounds": ERROR,
-    "warp": ERROR,
-    "overflow": ERROR,
+    **dict.fromkeys(("race", "barrier", "uninitialised", "out of bounds", "warp", "overflow"),
+                    STOPPED_BY_THE_BUG),
 }
 
 

@@ -87,7 +87,7 @@ BUGGY = [
      ("wrong result", "proportional to the right answer")),
     pytest.param("warp", "loop condition differs between the groups of a warp",
                  "while tile < rows:", "while tile + first < rows:",
-                 ("warp", "exited without reaching it"), marks=SIM_ONLY),
+                 ("warp", "exited without reaching"), marks=SIM_ONLY),
     pytest.param("block_smem", "block reduction called by some threads only",
                  "            m = block_all_reduce_max(m)\n",
                  "            if tid < num_packs:\n                m = block_all_reduce_max(m)\n",
