@@ -15,45 +15,50 @@ Hidden entries (``.ipynb_checkpoints``, ``.DS_Store``) and files that are not no
 (``timestamp.txt``, ``submission_metadata.yml``) are ignored; a student folder without
 a notebook is reported as an error for that student.
 
-Outputs in OUT, each written to a temporary file and renamed into place (a reader, or
-an interrupted run, never sees half a file):
+Outputs in OUT (written by :mod:`grader.batch_reports`), each written to a temporary
+file and renamed into place (a reader, or an interrupted run, never sees half a file):
 
 * ``<student>.json`` -- the grader's JSON report of the student's notebooks (README,
   "JSON report"), plus ``student``, ``errors`` and ``skipped``; each notebook carries
   ``submission``: its file and the fingerprint it was graded under;
 * ``<student>.gradescope.json`` -- Gradescope's ``results.json`` for the student;
+* ``<student>.feedback.md`` -- for the student: each exercise that did not pass, with
+  the grader's messages;
 * ``summary.csv`` and ``summary.md`` -- a row per student, a column per exercise, and
-  (markdown) who failed what; rewritten after every result.
+  (markdown) why exercises failed; rewritten after every result.
 
 A notebook's fingerprint hashes its content, the grading options and the grader's
-version: a re-run grades only what is new or changed, and retries errors.
+version: a re-run grades only what is new or changed, and retries errors. The local
+cluster is sized by :mod:`grader.batch_cluster`.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
-import logging
-import os
 import re
-import signal
 import tempfile
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from distributed.diagnostics.plugin import WorkerPlugin
 from rich.console import Console
 
-from grader import report as rep
+from grader.batch_cluster import StopGradingProcesses, local_cluster, local_worker_env
+from grader.batch_reports import (
+    PASSED,
+    ClassSummary,
+    Entry,
+    describe_students,
+    entries_from_report,
+    feedback_markdown,
+    first_line,
+    gradescope_results,
+    student_report,
+    write_atomic,
+)
 
-SCHEMA_VERSION = 1
-PROCESSES_ENV = "WORKBOOK_GRADER_PROCESSES"  # grader.grade.PROCESSES_ENV (not imported:
-# importing grader.grade imports numba.cuda, which must wait for the mode to be chosen)
-SUMMARY_FILES = ("summary.csv", "summary.md")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]")
 
 
@@ -201,235 +206,6 @@ def _worker_mode(requested: str) -> str:
     return resolve(requested)
 
 
-# ---------------------------------------------------------------------------- results
-
-
-@dataclass
-class Entry:
-    """The outcome of one submission: a report, an error, or a skip; with its fingerprint."""
-
-    file: str
-    fingerprint: str
-    report: dict | None = None
-    error: str | None = None
-    skipped: str | None = None
-
-    @classmethod
-    def from_task(cls, sub: Submission, fingerprint: str, outcome: dict) -> Entry:
-        return cls(sub.file, fingerprint, outcome.get("report"), outcome.get("error"),
-                   outcome.get("skipped"))
-
-    @property
-    def failed_ids(self) -> list[tuple[str, str]]:
-        return [(e["id"], e["status"]) for e in (self.report or {}).get("exercises", [])
-                if not e["passed"]]
-
-
-def _notebook_report(data: dict):
-    from grader.grade import NotebookReport
-    from grader.results import ExerciseResult
-
-    return NotebookReport(data["path"], data["lesson"], data["mode"],
-                          [ExerciseResult.from_dict(e) for e in data["exercises"]],
-                          list(data.get("warnings", [])), data.get("seconds", 0.0))
-
-
-def student_report(student: str, entries: list[Entry]) -> dict:
-    """``<student>.json``: the grader's JSON report of the student's notebooks, plus the
-    errors and the skipped notebooks, each with the fingerprint it was graded under."""
-    graded = [e for e in entries if e.report is not None]
-    data = rep.json_report([_notebook_report(e.report) for e in graded])
-    for notebook, entry in zip(data["notebooks"], graded):
-        notebook["submission"] = {"file": entry.file, "fingerprint": entry.fingerprint}
-    errors = [{"file": e.file, "fingerprint": e.fingerprint, "error": e.error}
-              for e in entries if e.error is not None]
-    skipped = [{"file": e.file, "fingerprint": e.fingerprint, "reason": e.skipped}
-               for e in entries if e.skipped is not None]
-    data.update(passed=data["passed"] and bool(graded) and not errors, errors=errors,
-                skipped=skipped)
-    return {"schema_version": data.pop("schema_version"), "student": student, **data}
-
-
-def entries_from_report(data: dict) -> list[Entry]:
-    """The entries a ``<student>.json`` holds (the inverse of :func:`student_report`)."""
-    entries = []
-    for notebook in data.get("notebooks", []):
-        sub = notebook.get("submission", {})
-        report = {k: v for k, v in notebook.items() if k != "submission"}
-        entries.append(Entry(sub.get("file", ""), sub.get("fingerprint", ""), report=report))
-    entries += [Entry(e["file"], e["fingerprint"], error=e["error"])
-                for e in data.get("errors", [])]
-    entries += [Entry(e["file"], e["fingerprint"], skipped=e["reason"])
-                for e in data.get("skipped", [])]
-    return entries
-
-
-def gradescope_results(entries: list[Entry]) -> dict:
-    """Gradescope's ``results.json`` for one student (:func:`grader.report.gradescope_report`),
-    with the notebooks that could not be graded named in its output."""
-    graded = [_notebook_report(e.report) for e in entries if e.report is not None]
-    data = rep.gradescope_report(graded)
-    problems = [f"{e.file or 'submission'}: {e.error}" for e in entries if e.error is not None]
-    if problems:
-        data["output"] = "\n".join([data["output"] if graded else "", "not graded:",
-                                    *problems]).lstrip()
-    return data
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()  # what open() would give a new file
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "w", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-# ---------------------------------------------------------------------------- summary
-
-
-def _exercise_columns(rows: dict[str, dict[str, dict]]) -> list[str]:
-    """Every exercise graded for someone, in the catalogue's (lesson, notebook) order."""
-    from grader.exercises import LESSONS
-
-    seen = {i for exercises in rows.values() for i in exercises}
-    ordered = [e.id for lesson in LESSONS.values() for e in lesson if e.id in seen]
-    return ordered + sorted(seen - set(ordered))
-
-
-def _best_results(entries: list[Entry]) -> dict[str, dict]:
-    """Each exercise's result for a student (the best one, if two notebooks grade it)."""
-    best: dict[str, dict] = {}
-    for entry in entries:
-        for result in (entry.report or {}).get("exercises", []):
-            held = best.get(result["id"])
-            if held is None or (result["score"], result["passed"]) > (held["score"],
-                                                                       held["passed"]):
-                best[result["id"]] = result
-    return best
-
-
-def student_status(entries: list[Entry], pending: int) -> str:
-    if pending:
-        return "pending"
-    if any(e.error is not None for e in entries):
-        return "error"
-    graded = [e for e in entries if e.report is not None]
-    if not graded:
-        return "skipped"
-    return "passed" if all(e.report["passed"] for e in graded) else "failed"
-
-
-@dataclass
-class ClassSummary:
-    """The summary tables: one row per student, one column per exercise."""
-
-    mode: str
-    students: list[str]
-    entries: dict[str, list[Entry]]
-    pending: dict[str, int]
-
-    def rows(self) -> tuple[list[str], list[dict]]:
-        best = {s: _best_results(self.entries.get(s, [])) for s in self.students}
-        columns = _exercise_columns(best)
-        rows = []
-        for student in self.students:
-            results = best[student]
-            rows.append({
-                "student": student,
-                "status": student_status(self.entries.get(student, []),
-                                         self.pending.get(student, 0)),
-                "score": sum(r["score"] for r in results.values()),
-                "max_score": sum(r["max_score"] for r in results.values()),
-                "results": results,
-                "errors": [e for e in self.entries.get(student, []) if e.error is not None],
-            })
-        return columns, rows
-
-    def csv(self) -> str:
-        columns, rows = self.rows()
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["student", "status", "score", "max_score", "errors"]
-                        + [c for i in columns for c in (i, f"{i} status")])
-        for row in rows:
-            cells = []
-            for exercise_id in columns:
-                result = row["results"].get(exercise_id)
-                cells += ([f"{result['score']:g}", result["status"]] if result else ["", ""])
-            writer.writerow([row["student"], row["status"], f"{row['score']:g}",
-                             f"{row['max_score']:g}",
-                             "; ".join(f"{e.file or 'submission'}: {_first_line(e.error)}"
-                                       for e in row["errors"]), *cells])
-        return buffer.getvalue()
-
-    def markdown(self) -> str:
-        columns, rows = self.rows()
-        done = sum(1 for r in rows if r["status"] != "pending")
-        lines = ["# Class results", "",
-                 f"{done} of {len(rows)} students graded ({self.mode} mode); "
-                 f"{sum(r['status'] == 'passed' for r in rows)} passed everything.", "",
-                 "| " + " | ".join(["student", "status", "score", *columns]) + " |",
-                 "|" + " --- |" * (3 + len(columns))]
-        for row in rows:
-            cells = []
-            for exercise_id in columns:
-                result = row["results"].get(exercise_id)
-                if result is None:
-                    cells.append("")
-                elif result["passed"]:
-                    cells.append(f"{result['score']:g}/{result['max_score']:g}")
-                else:
-                    cells.append(f"**{result['score']:g}/{result['max_score']:g} "
-                                 f"{result['status']}**")
-            lines.append("| " + " | ".join([_md(row["student"]), row["status"],
-                                            f"{row['score']:g}/{row['max_score']:g}", *cells])
-                         + " |")
-        lines += ["", "## Who failed what", ""]
-        failures = False
-        for exercise_id in columns:
-            graded = [r for r in rows if exercise_id in r["results"]]
-            failed = [r for r in graded if not r["results"][exercise_id]["passed"]]
-            if failed:
-                failures = True
-                names = ", ".join(f"{_md(r['student'])} ({r['results'][exercise_id]['status']})"
-                                  for r in failed)
-                lines.append(f"- **{exercise_id}** ({len(failed)} of {len(graded)}): {names}")
-        if not failures:
-            lines.append("Nobody failed an exercise.")
-        errors = [(r["student"], e) for r in rows for e in r["errors"]]
-        if errors:
-            lines += ["", "## Not graded", ""]
-            lines += [f"- {_md(student)}, {_md(e.file or 'submission')}: "
-                      f"{_md(_first_line(e.error))}" for student, e in errors]
-        pending = [r["student"] for r in rows if r["status"] == "pending"]
-        if pending:
-            lines += ["", "## Pending", "", ", ".join(_md(s) for s in pending)]
-        return "\n".join(lines) + "\n"
-
-
-def _first_line(text: str | None, limit: int = 200) -> str:
-    line = next((s for s in (text or "").splitlines() if s.strip()), "")
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 # ---------------------------------------------------------------------------- the batch
 
 
@@ -451,7 +227,11 @@ class BatchResult:
 
     @property
     def passed(self) -> bool:
-        return not self.interrupted and all(s == "passed" for s in self.students.values())
+        return not self.interrupted and all(s == PASSED for s in self.students.values())
+
+    def student_counts(self) -> str:
+        """The students by status, in the words of summary.md's first line."""
+        return describe_students(self.students.values())
 
 
 class _Results:
@@ -487,12 +267,24 @@ class _Results:
         """Store a new result and rewrite the student's files and the summary."""
         self.entries[sub.student][sub.file] = entry
         self.pending[sub.student] -= 1
-        entries = list(self.entries[sub.student].values())
-        write_atomic(self.path(sub.student),
-                     json.dumps(student_report(sub.student, entries), indent=2) + "\n")
-        write_atomic(self.path(sub.student, ".gradescope.json"),
-                     json.dumps(gradescope_results(entries), indent=2) + "\n")
+        self.write_student(sub.student)
         self.write_summary()
+
+    def write_student(self, student: str) -> None:
+        """The student's JSON report, Gradescope results and feedback; a file whose content
+        would not change is left as it is."""
+        entries = list(self.entries[student].values())
+        for suffix, text in ((".json", json.dumps(student_report(student, entries), indent=2)),
+                             (".gradescope.json", json.dumps(gradescope_results(entries),
+                                                             indent=2)),
+                             (".feedback.md", feedback_markdown(student, entries).rstrip())):
+            path = self.path(student, suffix)
+            try:
+                unchanged = path.read_text() == text + "\n"
+            except OSError:
+                unchanged = False
+            if not unchanged:
+                write_atomic(path, text + "\n")
 
     def summary(self) -> ClassSummary:
         return ClassSummary(self.mode, self.students,
@@ -502,71 +294,6 @@ class _Results:
         summary = self.summary()
         write_atomic(self.out / "summary.csv", summary.csv())
         write_atomic(self.out / "summary.md", summary.markdown())
-
-
-def local_worker_env(mode: str, workers: int | None) -> list[dict[str, str]]:
-    """One environment per worker of the local cluster: in gpu mode one worker per visible
-    GPU, each seeing only its own (``CUDA_VISIBLE_DEVICES``, set before the worker process
-    starts); in sim mode one per CPU core."""
-    from dask.system import CPU_COUNT
-
-    inherited = os.environ.get(PROCESSES_ENV)
-    if mode == "gpu":
-        from workbook.mode import gpu_count
-
-        visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
-                   if d.strip()]
-        devices = (visible or [str(i) for i in range(gpu_count())])[: max(1, gpu_count())]
-        count = workers or len(devices)
-        cores = max(1, CPU_COUNT // count)
-        processes = inherited or str(max(1, min(3, cores // 6)))  # grader.grade's default
-        return [{"WORKBOOK_MODE": "gpu", "CUDA_VISIBLE_DEVICES": devices[i % len(devices)],
-                 PROCESSES_ENV: processes} for i in range(count)]
-    count = workers or CPU_COUNT
-    return [{"WORKBOOK_MODE": "sim", "NUMBA_ENABLE_CUDASIM": "1", PROCESSES_ENV: inherited or "1"}
-            for _ in range(count)]
-
-
-def local_cluster(envs: list[dict[str, str]]):
-    """A cluster on this machine: one single-threaded worker process per environment
-    (a dask.distributed SpecCluster of Nannies, each with its ``env``)."""
-    from distributed import Nanny, Scheduler, SpecCluster
-
-    quiet = logging.ERROR
-    workers = {f"grader-{i}": {"cls": Nanny, "options": {
-        "nthreads": 1, "host": "127.0.0.1", "env": env, "memory_limit": 0,
-        "silence_logs": quiet}} for i, env in enumerate(envs)}
-    # the scheduler's HTTP server (metrics, no dashboard) on a free port: two batches on one
-    # machine must not collide on dask's default 8787
-    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard": False,
-                                               "dashboard_address": ":0"}}
-    return SpecCluster(scheduler=scheduler, workers=workers, silence_logs=quiet,
-                       name="grader-batch")
-
-
-class StopGradingProcesses(WorkerPlugin):
-    """Plugin for the workers of the local cluster. An interrupt (Ctrl-C) is the client's
-    to handle: the workers ignore it, and the client closes the cluster. When a worker
-    shuts down, it kills the grading processes it started: they run in sessions of their
-    own (grader.session), so nothing else stops a student's endless loop."""
-
-    name = "grader-stop-grading-processes"
-
-    def setup(self, worker) -> None:
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def teardown(self, worker) -> None:
-        import psutil  # a dependency of distributed
-
-        for child in psutil.Process().children(recursive=True):
-            try:
-                if any("grader.runner" in part for part in child.cmdline()):
-                    os.killpg(child.pid, signal.SIGKILL)
-            except (psutil.Error, OSError):
-                pass
 
 
 def grade_class(
@@ -675,6 +402,9 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
         future = client.submit(grade_submission, sub.path.name, str(sub.path), content, payload,
                                pure=False)
         futures[future] = (sub, fingerprint)
+    for student, pending in results.pending.items():
+        if not pending:  # all kept: files that an older grader did not write are added
+            results.write_student(student)
     results.write_summary()
     if result.reused:
         console.print(f"{len(result.reused)} of {len(submissions)} submissions unchanged since "
@@ -691,7 +421,8 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
                 except Exception as exc:  # noqa: BLE001  (a lost worker: that student only)
                     outcome = {"error": f"the grading task failed ({type(exc).__name__}: "
                                         f"{exc}); a re-run retries it"}
-                entry = Entry.from_task(sub, fingerprint, outcome)
+                entry = Entry(sub.file, fingerprint, outcome.get("report"), outcome.get("error"),
+                              outcome.get("skipped"))
                 results.record(sub, entry)
                 (result.errors if entry.error is not None else result.graded).append(sub.key)
                 result.exercises += len((entry.report or {}).get("exercises", []))
@@ -709,12 +440,16 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
 
 
 def _line(sub: Submission, entry: Entry) -> str:
+    """The console's line for a result (rich markup; the texts it quotes are escaped)."""
+    from rich.markup import escape
+
+    key = escape(sub.key)
     if entry.error is not None:
-        return f"  {sub.key}: [red]not graded[/]: {_first_line(entry.error)}"
+        return f"  {key}: [red]not graded[/]: {escape(first_line(entry.error))}"
     if entry.skipped is not None:
-        return f"  {sub.key}: skipped ({entry.skipped})"
+        return f"  {key}: skipped ({escape(entry.skipped)})"
     report = entry.report
-    failed = ", ".join(f"{i} ({status})" for i, status in entry.failed_ids)
+    failed = escape(", ".join(f"{i} ({status})" for i, status in entry.failed_ids))
     verdict = "[green]passed[/]" if report["passed"] else f"[red]failed[/] {failed}"
-    return (f"  {sub.key}: {report['score']:g}/{report['max_score']:g} {verdict} "
+    return (f"  {key}: {report['score']:g}/{report['max_score']:g} {verdict} "
             f"({report['seconds']:.1f} s)")

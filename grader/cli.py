@@ -123,8 +123,8 @@ def batch(
         help="Address of a running Dask scheduler (tcp://HOST:8786) whose workers grade; "
         "default: a cluster on this machine.")] = None,
     workers: Annotated[int | None, typer.Option(
-        help="Workers of the local cluster (default: one per GPU in gpu mode, one per CPU "
-        "core in sim mode).")] = None,
+        help="Workers of the local cluster (default: sized from this machine's cores, GPUs "
+        "and memory; see docs/instructors.md).")] = None,
     force: Annotated[bool, typer.Option(
         "--force", help="Re-grade every notebook, even those graded before and unchanged.")]
     = False,
@@ -153,13 +153,11 @@ def batch(
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: results so far are in {out}")
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    counts = {status: list(result.students.values()).count(status)
-              for status in ("passed", "failed", "error", "skipped", "pending")}
     console.print(f"{result.submissions} submissions: {len(result.graded)} graded, "
                   f"{len(result.reused)} unchanged (kept), {len(result.errors)} not graded; "
-                  f"students: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-                  + f"; {result.seconds:.1f} s on {result.workers} workers; see "
-                  f"{result.out / 'summary.md'}")
+                  f"students: {result.student_counts()}; {result.seconds:.1f} s on "
+                  f"{result.workers} workers; see {result.out / 'summary.md'}", soft_wrap=True,
+                  markup=False)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     raise typer.Exit(EXIT_OK if result.passed else EXIT_FAILED)

@@ -16,16 +16,19 @@ import pytest
 from test_watchdog import default_sigint
 from typer.testing import CliRunner
 
-from grader.batch import (
-    BatchError,
+from grader.batch import BatchError, Options, discover, grade_class, safe_name
+from grader.batch_cluster import (
+    PROCESSES_ENV,
+    Machine,
+    default_workers,
+    local_cluster,
+    local_worker_env,
+)
+from grader.batch_reports import (
     ClassSummary,
     Entry,
-    Options,
-    discover,
-    grade_class,
+    feedback_markdown,
     gradescope_results,
-    local_cluster,
-    safe_name,
     student_report,
 )
 from grader.cli import app
@@ -98,42 +101,165 @@ def test_discovery_errors(tmp_path):
 # ---------------------------------------------------------------- reports (no grading)
 
 
-def result(exercise_id, status, score=None):
-    return {"id": exercise_id, "title": exercise_id, "status": status, "passed":
-            status == "passed", "score": float(status == "passed") if score is None else score,
-            "max_score": 1.0, "messages": [], "cases": [], "metrics": {}, "mode": "sim",
-            "seconds": 0.1, "timings": {"check": 0.1}}
+def result(exercise_id, status, score=None, max_score=1.0, messages=(), cases=()):
+    passed = status == "passed"
+    return {"id": exercise_id, "title": exercise_id, "status": status, "passed": passed,
+            "score": (max_score if passed else 0.0) if score is None else score,
+            "max_score": max_score, "messages": list(messages), "cases": list(cases),
+            "metrics": {}, "mode": "sim", "seconds": 0.1, "timings": {"check": 0.1}}
 
 
 def notebook_report(*results):
     return {"path": "x.ipynb", "lesson": "02_reduction", "mode": "sim", "exercises":
-            list(results), "warnings": [], "seconds": 1.0, "score": 0, "max_score": 0,
+            list(results), "warnings": [], "seconds": 1.0,
+            "score": sum(r["score"] for r in results),
+            "max_score": sum(r["max_score"] for r in results),
             "passed": all(r["passed"] for r in results)}
 
 
-def test_summary_lists_who_failed_what():
+# messages as `grader check` printed them for a planted bug (stride *= 4 in reduction.simple),
+# the second with other numbers: the same bug failing the same test with other inputs
+WRONG_SUM = ("n=8, integers: expected 38 (float64 reference), got 12; |diff| 26 > tolerance "
+             "1.29e-05 = gamma_4 * sum|x| with u = 5.96e-08 and 4 roundings in the longest "
+             "addition chain (log2 n + 0 sequential block results + 1). It equals the sum of the "
+             "first 4 elements only. [seed 3569644785]")
+WRONG_SUM_2 = WRONG_SUM.replace("38", "41").replace("got 12", "got 9").replace(
+    "|diff| 26", "|diff| 32").replace("3569644785", "77")
+HANG_MESSAGE = ("did not finish within 20 s: an infinite loop, or threads waiting at a barrier "
+                "some threads never reach?")
+
+
+def failing(exercise_id, message, status="failed", max_score=1.0):
+    return result(exercise_id, status, max_score=max_score, messages=[message],
+                  cases=[{"name": "n=8, integers", "status": status, "message": message,
+                          "seed": 1}])
+
+
+def test_summary_says_who_failed_what_and_why():
+    simple_ok = result("reduction.simple", "passed", messages=["all 6 tests passed (sim mode)"])
+    convergent_ok = result("reduction.convergent", "passed", max_score=2.0)
     entries = {
-        "ann": [Entry("a.ipynb", "h1", report=notebook_report(
-            result("reduction.simple", "passed"), result("reduction.convergent", "passed")))],
+        "ann": [Entry("a.ipynb", "h1", report=notebook_report(simple_ok, convergent_ok))],
         "ben": [Entry("b.ipynb", "h2", report=notebook_report(
-            result("reduction.simple", "failed"), result("reduction.convergent", "timeout")))],
-        "cy|d": [Entry("c.ipynb", "h3", error="c.ipynb: not a readable Jupyter notebook")],
+            failing("reduction.simple", WRONG_SUM),
+            failing("reduction.convergent", HANG_MESSAGE, "timeout", 2.0)))],
+        "cat": [Entry("c.ipynb", "h3", report=notebook_report(
+            failing("reduction.simple", WRONG_SUM_2), convergent_ok))],
+        "cy|d": [Entry("c.ipynb", "h4", error="c.ipynb: not a readable Jupyter notebook")],
+        "eve": [Entry("ps1/e.ipynb", "h5", report=notebook_report(simple_ok)),
+                Entry("ps2/e.ipynb", "h6", error="ps2/e.ipynb: no exercise cells found")],
     }
-    summary = ClassSummary("sim", ["ann", "ben", "cy|d", "dee"], entries, {"dee": 1})
+    summary = ClassSummary("sim", ["ann", "ben", "cat", "cy|d", "dee", "eve"], entries,
+                           {"dee": 1})
     rows = list(csv.DictReader(io.StringIO(summary.csv())))
-    assert [(r["student"], r["status"], r["score"]) for r in rows] == [
-        ("ann", "passed", "2"), ("ben", "failed", "0"), ("cy|d", "error", "0"),
-        ("dee", "pending", "0")]
+    # totals out of every column's points (1 + 2); nothing graded: no score, not 0/0
+    assert [(r["student"], r["status"], r["score"], r["max_score"]) for r in rows] == [
+        ("ann", "passed", "3", "3"), ("ben", "failed", "0", "3"), ("cat", "failed", "2", "3"),
+        ("cy|d", "not graded", "", ""), ("dee", "pending", "", ""),
+        ("eve", "partly graded", "1", "3")]
     assert rows[1]["reduction.simple"] == "0" and rows[1]["reduction.convergent status"] == \
         "timeout"
-    assert "not a readable" in rows[2]["errors"]
+    assert "not a readable" in rows[3]["errors"]
     md = summary.markdown()
-    assert "3 of 4 students graded (sim mode); 1 passed everything" in md
-    assert "| ann | passed | 2/2 | 1/1 | 1/1 |" in md
-    assert "- **reduction.simple** (1 of 2): ben (failed)" in md
-    assert "- **reduction.convergent** (1 of 2): ben (timeout)" in md
-    assert "- cy\\|d, c.ipynb: c.ipynb: not a readable Jupyter notebook" in md
+    assert ("6 students (sim mode): 1 passed, 2 failed, 1 partly graded, 1 not graded, "
+            "1 pending.") in md
+    assert "Points: reduction.simple 1, reduction.convergent 2 (total 3)." in md
+    assert "| ann | passed | 3/3 | 1/1 | 2/2 |" in md
+    assert "| cy\\|d | not graded | — |  |  |" in md
+    assert "| eve | partly graded | 1/3 | 1/1 |  |" in md
+    why = md.split("## Why exercises failed", 1)[1].split("\n## ", 1)[0]
+    assert "### reduction.simple: 2 of 4 failed" in why
+    assert f"- ben (failed, 0/1): `{WRONG_SUM[:197]}...`" in why  # first line, 200 characters
+    assert f"- cat (failed, 0/1): `{WRONG_SUM_2[:197]}...`" in why
+    assert "### reduction.convergent: 1 of 3 failed" in why
+    assert f"- ben (timeout, 0/2): `{HANG_MESSAGE}`" in why
+    common = md.split("## Common failure reasons", 1)[1].split("\n## ", 1)[0]
+    assert common.strip().splitlines() == [
+        f"- **reduction.simple**, 2 students (ben, cat): `{WRONG_SUM[:197]}...`"]
+    assert "- cy\\|d, c.ipynb: `c.ipynb: not a readable Jupyter notebook`" in md
+    assert "- eve, ps2/e.ipynb: `ps2/e.ipynb: no exercise cells found`" in md
     assert md.rstrip().endswith("## Pending\n\ndee")
+
+
+def test_summary_with_nothing_failed_or_shared():
+    entries = {"ann": [Entry("a.ipynb", "h1", report=notebook_report(
+        result("reduction.simple", "passed")))]}
+    md = ClassSummary("gpu", ["ann"], entries, {}).markdown()
+    assert "1 students (gpu mode): 1 passed." in md
+    assert "Nobody failed an exercise." in md
+    assert "No failure reason is shared by two or more students." in md
+
+
+def test_failure_reason_names_the_phase_that_failed():
+    from grader.batch_reports import failure_reason
+    from grader.metric_rules import format_outcome
+
+    race = ("compute-sanitizer racecheck: 2 error(s), a data race on shared memory. First "
+            "report:\n    Error: Race reported between Write access at shared_sum_kernel")
+    sanitized = result("reduction.shared", "failed", messages=[
+        "all 6 tests passed (gpu mode)", race, "simulator (small cases, sanitizer on): no "
+        "findings"], cases=[{"name": "n=8", "status": "passed", "message": "", "seed": 1}])
+    assert failure_reason(sanitized) == race
+    rule = {"label": "instructions executed", "value": 2430.0, "reference": 1000.0,
+            "ratio": 2.43, "rule": "<= 1.5x reference", "status": "failed"}
+    passed_rule = dict(rule, label="duration", ratio=1.0, status="passed")
+    slow = result("reduction.convergent", "failed", messages=[
+        "all 6 tests passed (gpu mode)", format_outcome(passed_rule), format_outcome(rule)])
+    assert failure_reason(slow) == format_outcome(rule)
+    assert failure_reason(failing("reduction.simple", WRONG_SUM)) == WRONG_SUM
+    stub = result("reduction.simple", "not implemented", messages=[
+        "simple_sum_kernel still raises NotImplementedError: replace the stub with your code."])
+    assert failure_reason(stub).startswith("simple_sum_kernel still raises")
+
+
+def test_feedback_shows_each_failed_exercise_verbatim():
+    located = ("RaceError: racecheck: data race on shared memory partial[1] at <cell 21>:10\n"
+               "      input[t] += input[t + stride]\n    ``` and `x` stay as written")
+    entries = [Entry("ps1/reduction.ipynb", "h1", report=notebook_report(
+                   failing("reduction.simple", WRONG_SUM),
+                   failing("reduction.shared", located, "error"),
+                   result("reduction.convergent", "passed", max_score=2.0))),
+               Entry("ps2/softmax.ipynb", "h2", error="ps2/softmax.ipynb: not a readable "
+                                                      "Jupyter notebook <x>")]
+    text = feedback_markdown("ben", entries)
+    assert text.startswith("# Feedback for ben\n\nScore: 2 of 4 points (sim mode).")
+    assert "| reduction.simple | failed | 0/1 |" in text
+    assert "| reduction.convergent | passed | 2/2 |" in text
+    assert "### reduction.convergent" not in text  # only what did not pass is explained
+    simple = text.split("### reduction.simple: failed\n\n", 1)[1]
+    assert simple.startswith("```text\n[FAILED] reduction.simple - reduction.simple (0/1)\n"
+                             f"  {WRONG_SUM}\n```")  # brackets and seed as written
+    assert "`grader check ps1/reduction.ipynb -e reduction.simple`" in simple
+    shared = text.split("### reduction.shared: error\n\n", 1)[1]
+    fence = "````"  # longer than the message's own ``` run
+    assert shared.startswith(f"{fence}text\n[ERROR] reduction.shared - reduction.shared "
+                             f"(0/1)\n  {located}\n{fence}\n")
+    assert ("## ps2/softmax.ipynb: not graded\n\n```text\nps2/softmax.ipynb: not a readable "
+            "Jupyter notebook <x>\n```") in text
+    assert feedback_markdown("zed", []).endswith("Nothing was graded yet.\n")
+
+
+def test_points_follow_the_size_of_the_solution():
+    """docs/instructors.md, "Points": 1 point for a solution of up to 17 lines, 2 for 18-41,
+    3 for 42 or more, as the lesson notebooks state it ("the solution has about N lines")."""
+    import re
+
+    from grader.exercises import LESSONS
+
+    lines: dict[str, int] = {}
+    for notebook in (ROOT / "lessons").glob("*/*.ipynb"):
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            meta = cell.get("metadata", {}).get("workbook", {})
+            if meta.get("role") == "exercise":
+                counted = re.findall(r"the solution has about (\d+) lines", cell.source)
+                lines[meta["exercise_id"]] = (lines.get(meta["exercise_id"], 0)
+                                              + sum(map(int, counted)))
+    declared = {e.id: e.points for exercises in LESSONS.values() for e in exercises}
+    assert set(lines) == set(declared)
+    wrong = {i: (n, declared[i]) for i, n in lines.items()
+             if declared[i] != (1 if n <= 17 else 2 if n <= 41 else 3)}
+    assert not wrong, f"(solution lines, declared points) off the rule: {wrong}"
+    assert len({p for p in declared.values()}) == 3  # the rule is not all one value
 
 
 def test_student_files_round_trip_and_name_errors():
@@ -184,7 +310,8 @@ def test_a_class_is_graded_contained_and_resumed(tmp_path, scheduler):
     assert sorted(graded) == ["alice/alice.ipynb", "bob/ps1/reduction.ipynb",
                               "carol/carol.ipynb", "dave/dave.ipynb"]
     assert result.students == {"alice": "passed", "bob": "failed", "carol": "failed",
-                               "dave": "error", "erin": "error"}
+                               "dave": "not graded", "erin": "not graded"}
+    assert result.student_counts() == "1 passed, 2 failed, 2 not graded"
     assert not result.passed and result.exercises == 6
 
     def exercises(student):
@@ -203,21 +330,34 @@ def test_a_class_is_graded_contained_and_resumed(tmp_path, scheduler):
     assert scope["score"] == 1 and {t["status"] for t in scope["tests"]} == {"passed",
                                                                              "failed"}
     md = (out / "summary.md").read_text()
-    assert "- **reduction.simple** (1 of 3): bob (failed)" in md
-    assert "- **reduction.convergent** (1 of 3): carol (timeout)" in md
-    assert "- dave, dave.ipynb:" in md and "- erin, submission: no notebook" in md
+    assert "5 students (sim mode): 1 passed, 2 failed, 2 not graded." in md
+    bob_says = json.loads((out / "bob.json").read_text())["notebooks"][0]["exercises"][0]
+    assert bob_says["id"] == "reduction.simple"
+    first = bob_says["messages"][0].splitlines()[0]
+    shown = first if len(first) <= 200 else first[:197] + "..."
+    assert f"### reduction.simple: 1 of 3 failed\n\n- bob (failed, 0/1): `{shown}`" in md
+    assert "### reduction.convergent: 1 of 3 failed\n\n- carol (timeout, 0/1): `did not " in md
+    assert "| dave | not graded | — |" in md
+    assert "- dave, dave.ipynb:" in md and "- erin, submission: `no notebook" in md
+    feedback = (out / "bob.feedback.md").read_text()  # the grader's message, verbatim
+    assert "### reduction.simple: failed" in feedback and bob_says["messages"][0] in feedback
+    assert "Every exercise passed." in (out / "alice.feedback.md").read_text()
+    assert "no notebook in the submission" in (out / "erin.feedback.md").read_text()
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO(
         (out / "summary.csv").read_text()))}
     assert rows["alice"]["score"] == "2" and rows["bob"]["reduction.simple status"] == "failed"
 
     # a re-run grades nothing that is graded and unchanged (the unreadable one is retried)
-    kept = {p.name: p.stat().st_mtime_ns for p in out.glob("[abc]*.json")}
+    (out / "alice.feedback.md").unlink()  # as a grader without feedback files left it
+    kept = {p.name: p.stat().st_mtime_ns for p in out.glob("[abc]*")}
     graded.clear()
     again = grade(root, out, scheduler, graded)
     assert graded == ["dave/dave.ipynb"]
     assert sorted(again.reused) == ["alice/alice.ipynb", "bob/ps1/reduction.ipynb",
                                     "carol/carol.ipynb"]
-    assert {p.name: p.stat().st_mtime_ns for p in out.glob("[abc]*.json")} == kept
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("[abc]*")
+            if p.name != "alice.feedback.md"} == kept  # unchanged files are not rewritten
+    assert "Every exercise passed." in (out / "alice.feedback.md").read_text()
     assert again.students == result.students
 
     # bob fixes his notebook: only his is graded again
@@ -226,7 +366,8 @@ def test_a_class_is_graded_contained_and_resumed(tmp_path, scheduler):
     third = grade(root, out, scheduler, graded)
     assert sorted(graded) == ["bob/ps1/reduction.ipynb", "dave/dave.ipynb"]
     assert third.students["bob"] == "passed" and exercises("bob")["reduction.simple"] == "passed"
-    assert "bob (failed)" not in (out / "summary.md").read_text()
+    assert "bob (failed" not in (out / "summary.md").read_text()
+    assert "Every exercise passed." in (out / "bob.feedback.md").read_text()
 
 
 def test_force_grades_again(tmp_path, scheduler):
@@ -312,37 +453,71 @@ def test_cli_local_cluster_interrupted_keeps_results(tmp_path):
     assert not left, f"grading processes left running: {left}"
 
 
-def test_local_cluster_has_one_worker_per_gpu_or_core(monkeypatch):
-    from dask.system import CPU_COUNT
+GiB = 1 << 30
 
-    import workbook.mode
-    from grader.batch import PROCESSES_ENV, local_worker_env
 
+@pytest.mark.parametrize("machine,mode,expected", [
+    # the measured H100 machines (docs/instructors.md): 6 workers was the best setting on 16
+    # cores (43.5 exercises/min, against 12.6 with one worker), 12 on two GPUs and 32 cores
+    (Machine(16, 128 * GiB, (("0", 80 * GiB),)), "gpu", [6]),
+    (Machine(32, 256 * GiB, (("0", 80 * GiB), ("1", 80 * GiB))), "gpu", [6, 6]),
+    (Machine(8, 64 * GiB, (("0", 80 * GiB),)), "gpu", [3]),  # 8 / 2.5
+    (Machine(32, 128 * GiB, (("0", 8 * GiB),)), "gpu", [2]),  # 8 GiB / 4 GiB per worker
+    (Machine(64, 16 * GiB, (("0", 80 * GiB),)), "gpu", [4]),  # host memory: 16 / 4 GiB
+    (Machine(2, 16 * GiB, (("0", 80 * GiB), ("1", 80 * GiB))), "gpu", [1, 1]),  # >= 1 per GPU
+    (Machine(16, 0, (("0", 0),)), "gpu", [6]),  # memory unknown: the cores decide
+    (Machine(16, 64 * GiB), "sim", [16]),  # one per core
+    (Machine(16, 8 * GiB), "sim", [8]),  # one per GiB of host memory
+    (Machine(1, 0), "sim", [1]),
+])
+def test_default_workers_follow_the_sizing_rule(machine, mode, expected):
+    assert default_workers(mode, machine) == expected
+
+
+def test_local_cluster_workers_per_gpu_and_core(monkeypatch):
     monkeypatch.delenv(PROCESSES_ENV, raising=False)
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(workbook.mode, "gpu_count", lambda: 2)
-    assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", None)] == ["0", "1"]
-    assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", 3)] == ["0", "1", "0"]
-    assert {e["WORKBOOK_MODE"] for e in local_worker_env("gpu", None)} == {"gpu"}
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
-    assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", None)] == ["3", "5"]
-    sim = local_worker_env("sim", None)
-    assert len(sim) == CPU_COUNT and sim[0]["NUMBA_ENABLE_CUDASIM"] == "1"
+    two = Machine(32, 256 * GiB, (("3", 80 * GiB), ("5", 80 * GiB)))
+    envs = local_worker_env("gpu", None, two)
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["3", "5"] * 6  # the GPUs in turn
+    assert {e["WORKBOOK_MODE"] for e in envs} == {"gpu"}
+    assert {e[PROCESSES_ENV] for e in envs} == {"1"}  # 32 cores / 12 workers: under 6 each
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", 3, two)] == ["3", "5",
+                                                                                   "3"]
+    one = Machine(16, 128 * GiB, (("0", 80 * GiB),))
+    assert [e[PROCESSES_ENV] for e in local_worker_env("gpu", 1, one)] == ["2"]  # 16 // 6
+    sim = local_worker_env("sim", None, Machine(4, 64 * GiB))
+    assert len(sim) == 4 and sim[0]["NUMBA_ENABLE_CUDASIM"] == "1"
     assert sim[0][PROCESSES_ENV] == "1"  # a core per worker: one grading process each
     monkeypatch.setenv(PROCESSES_ENV, "2")
-    assert [e[PROCESSES_ENV] for e in local_worker_env("sim", 2)] == ["2", "2"]
+    assert [e[PROCESSES_ENV] for e in local_worker_env("sim", 2, Machine(4, 0))] == ["2", "2"]
+
+
+def test_machine_detection(monkeypatch):
+    from dask.system import CPU_COUNT
+
+    import grader.batch_cluster
+    import workbook.mode
+
+    monkeypatch.setattr(workbook.mode, "gpu_count", lambda: 2)
+    monkeypatch.setattr(grader.batch_cluster, "gpu_memory", lambda n: [80 * GiB] * n)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    machine = Machine.detect("gpu")
+    assert machine.cores == CPU_COUNT and machine.memory > 0
+    assert machine.gpus == (("0", 80 * GiB), ("1", 80 * GiB))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-a, GPU-b")
+    assert [name for name, _ in Machine.detect("gpu").gpus] == ["GPU-a", "GPU-b"]
+    assert Machine.detect("sim").gpus == ()
 
 
 @pytest.mark.gpu
 def test_gpu_class_on_the_default_local_cluster(tmp_path):
-    """gpu mode, the default cluster: one worker per GPU, each grading on its own GPU."""
-    from workbook.mode import gpu_count
-
+    """gpu mode, the default cluster: sized from this machine, each worker on one GPU."""
     root, out = tmp_path / "in", tmp_path / "out"
     planted(root / "alice.ipynb")
     planted(root / "bob.ipynb", WRONG_STRIDE)
     result = grade_class(root, out, mode="gpu", exercises=EXERCISES[:1], metrics=False)
-    assert result.mode == "gpu" and result.workers == gpu_count()
+    assert result.mode == "gpu"
+    assert result.workers == sum(default_workers("gpu", Machine.detect("gpu")))
     assert result.students == {"alice": "passed", "bob": "failed"}
     bob = json.loads((out / "bob.json").read_text())["notebooks"][0]
     assert bob["mode"] == "gpu" and bob["exercises"][0]["status"] == "failed"
