@@ -58,6 +58,7 @@ def bug_id(case) -> str:
 STOPPED_BY_THE_BUG = ERROR
 BUG_STATUSES = {
     "wrong result": FAILED,
+    "rejected code": FAILED,  # code the grader rejects before running it (does not compile...)
     **dict.fromkeys(("race", "barrier", "uninitialised", "out of bounds", "warp", "overflow"),
                     STOPPED_BY_THE_BUG),
 }
