@@ -17,6 +17,16 @@ kernel that writes a recycled block runs after every kernel that used it before
 (PyTorch records each block's stream for the same reason; a program that uses other
 streams must not use this pool).
 
+One pool per process: when PyTorch is loaded (imported before ``use_pool()``), the pool
+takes its blocks from PyTorch's caching allocator (``torch.cuda.caching_allocator_alloc`` /
+``caching_allocator_delete``) and keeps none of its own, so that memory one library freed
+serves the other: two caches side by side each hold their peak and starve each other (on
+an H100, after softmax and LayerNorm sweeps beside torch, PyTorch's cache held 45.1 GB and
+this pool 25.7 GB of free blocks, 13.6 GB of the 80 GB left free). Without PyTorch the pool
+keeps at most ``WORKBOOK_POOL_MAX_FREE_MB`` (default 2048) MiB of free blocks, giving back
+those of the size classes used longest ago first, and under memory pressure it returns
+every free block and empties PyTorch's and CuPy's caches (if loaded) before it tries again.
+
 ``use_pool()`` installs it (GPU mode; in the simulator it does nothing and returns
 None): for contexts created later through ``cuda.set_memory_manager``, and for the
 current context by replacing its memory manager (arrays allocated before keep their
@@ -35,8 +45,9 @@ class, and the stray read would land in memory that belongs to the block).
 from __future__ import annotations
 
 import os
+import sys
 import weakref
-from collections import defaultdict
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from workbook.mode import current_mode
@@ -45,6 +56,18 @@ SMALL_LIMIT = 1 << 20   # sizes below 1 MiB are rounded up to 512 bytes ...
 SMALL_ROUND = 512
 LARGE_ROUND = 2 << 20   # ... larger ones to 2 MiB, so a loop's sizes land on one class
 POOL_ENV = "WORKBOOK_MEMORY_POOL"  # "0": use_pool() does nothing (set by the grader)
+MAX_FREE_ENV = "WORKBOOK_POOL_MAX_FREE_MB"  # free blocks the pool keeps, in MiB
+DEFAULT_MAX_FREE_MB = 2048
+
+
+def max_free_bytes() -> int:
+    """How many bytes of free blocks the pool keeps (``WORKBOOK_POOL_MAX_FREE_MB``)."""
+    value = os.environ.get(MAX_FREE_ENV, str(DEFAULT_MAX_FREE_MB))
+    try:
+        megabytes = float(value)
+    except ValueError:
+        raise ValueError(f"{MAX_FREE_ENV}={value!r}: expected a number of MiB") from None
+    return max(0, int(megabytes * (1 << 20)))
 
 
 def size_class(nbytes: int) -> int:
@@ -59,20 +82,24 @@ class PoolStats:
     misses: int = 0        # allocations that went to the driver
     held_bytes: int = 0    # everything obtained from the driver and not given back
     free_bytes: int = 0    # of which waiting in free lists
+    backend: str = "driver"  # where blocks come from: "driver" (cuMemAlloc) or "torch"
 
 
 class BlockPool:
     """Free lists per size class over a driver allocator (the pure-Python core of the pool).
 
     ``take(nbytes)`` returns ``(handle, size class)``; ``give(handle, size_class)`` puts a
-    block back; ``release()`` returns every free block to the driver (``free_fn``).
-    ``alloc_fn(nbytes)`` may raise ``MemoryError``: the pool then releases its free
-    blocks and tries once more.
+    block back, and then returns free blocks to the driver (``free_fn``) while more than
+    ``max_free`` bytes are free, those of the size class used longest ago first;
+    ``release()`` returns every free block. ``alloc_fn(nbytes)`` may raise ``MemoryError``:
+    the pool then releases its free blocks, calls ``on_pressure()`` (other caches give
+    theirs back) and tries once more.
     """
 
-    def __init__(self, alloc_fn, free_fn):
-        self.alloc_fn, self.free_fn = alloc_fn, free_fn
-        self.free: dict[int, list] = defaultdict(list)
+    def __init__(self, alloc_fn, free_fn, max_free: int | None = None, on_pressure=None):
+        self.alloc_fn, self.free_fn, self.on_pressure = alloc_fn, free_fn, on_pressure
+        self.max_free = max_free_bytes() if max_free is None else max_free
+        self.free: OrderedDict[int, list] = OrderedDict()  # least recently used class first
         self.stats = PoolStats()
 
     def take(self, nbytes: int):
@@ -81,27 +108,68 @@ class BlockPool:
         if blocks:
             self.stats.hits += 1
             self.stats.free_bytes -= cls
-            return blocks.pop(), cls
+            handle = blocks.pop()
+            if blocks:
+                self.free.move_to_end(cls)
+            else:
+                del self.free[cls]
+            return handle, cls
         self.stats.misses += 1
         try:
             handle = self.alloc_fn(cls)
         except MemoryError:
             self.release()
+            if self.on_pressure is not None:
+                self.on_pressure()
             handle = self.alloc_fn(cls)
         self.stats.held_bytes += cls
         return handle, cls
 
     def give(self, handle, cls: int) -> None:
-        self.free[cls].append(handle)
+        self.free.setdefault(cls, []).append(handle)
+        self.free.move_to_end(cls)
         self.stats.free_bytes += cls
+        self.trim(self.max_free)
+
+    def trim(self, limit: int) -> None:
+        """Return free blocks, least recently used class first, until at most ``limit``
+        bytes are free."""
+        while self.stats.free_bytes > limit and self.free:
+            cls, blocks = next(iter(self.free.items()))
+            self.free_fn(blocks.pop())
+            if not blocks:
+                del self.free[cls]
+            self.stats.held_bytes -= cls
+            self.stats.free_bytes -= cls
 
     def release(self) -> None:
-        for cls, blocks in self.free.items():
-            for handle in blocks:
-                self.free_fn(handle)
-                self.stats.held_bytes -= cls
-        self.free.clear()
-        self.stats.free_bytes = 0
+        self.trim(0)
+
+
+def empty_other_caches() -> None:
+    """Ask the other GPU caches of this process (PyTorch's, CuPy's) for their free blocks."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def torch_allocator(device: int):
+    """``(alloc, free)`` through PyTorch's caching allocator on ``device``, when PyTorch is
+    loaded and has a GPU; else None. ``alloc`` returns an int pointer, raises MemoryError."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+
+    def alloc(nbytes: int) -> int:
+        try:
+            return torch.cuda.caching_allocator_alloc(nbytes, device=device)
+        except torch.OutOfMemoryError as exc:
+            raise MemoryError(str(exc)) from exc
+
+    return alloc, torch.cuda.caching_allocator_delete
 
 
 def _manager_class():
@@ -111,9 +179,17 @@ def _manager_class():
     class PoolingMemoryManager(drv.GetIpcHandleMixin, drv.HostOnlyCUDAMemoryManager):
         """numba EMM plugin: device allocations from a :class:`BlockPool`."""
 
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args, backend: str = "auto", **kwargs):
             super().__init__(*args, **kwargs)
-            self.pool = BlockPool(self._driver_alloc, drv.driver.cuMemFree)
+            shared = None if backend == "driver" else torch_allocator(self.context.device.id)
+            if shared is None:
+                self.pool = BlockPool(self._driver_alloc, drv.driver.cuMemFree,
+                                      on_pressure=empty_other_caches)
+            else:  # PyTorch's cache is the pool: keep no free blocks of our own
+                alloc, free = shared
+                self.pool = BlockPool(lambda n: _device_pointer(drv, alloc(n)),
+                                      lambda handle: free(int(handle)), max_free=0)
+                self.pool.stats.backend = "torch"
 
         @staticmethod
         def _driver_alloc(nbytes):
@@ -161,16 +237,31 @@ def _manager_class():
     return PoolingMemoryManager
 
 
+def _device_pointer(drv, address: int):
+    """An int device address as the pointer type numba's driver binding uses."""
+    if drv.USE_NV_BINDING:
+        return drv.binding.CUdeviceptr(address)
+    from numba.cuda.cudadrv import drvapi
+
+    return drvapi.cu_device_ptr(address)
+
+
 _manager = None
 _active = None  # the pool manager use_pool() installed last (its context is the current one)
 _numba_managers: dict = {}  # id(context) -> the memory manager numba gave it
 _pool_managers: dict = {}   # id(context) -> its pool (kept when switched off and on again)
 
 
-def use_pool(enabled: bool = True):
+def use_pool(enabled: bool = True, backend: str = "auto"):
     """Serve numba's device allocations from a caching pool (GPU mode); returns the
     current context's memory manager, or None in the simulator. ``enabled=False`` gives
-    the current context numba's own manager back (for measuring the difference)."""
+    the current context numba's own manager back (for measuring the difference).
+    ``backend``: "auto" (PyTorch's caching allocator if PyTorch is loaded, else the
+    driver), "torch" or "driver"; it applies when the context's pool is first made."""
+    if backend not in ("auto", "torch", "driver"):
+        raise ValueError(f"backend={backend!r}: expected 'auto', 'torch' or 'driver'")
+    if backend == "torch" and "torch" not in sys.modules:
+        raise ValueError("backend='torch' needs PyTorch imported first (import torch)")
     global _manager, _active
     if current_mode() != "gpu" or os.environ.get(POOL_ENV) == "0":
         return None
@@ -189,7 +280,7 @@ def use_pool(enabled: bool = True):
     if not isinstance(context.memory_manager, _manager):
         _numba_managers.setdefault(id(context), context.memory_manager)
         if id(context) not in _pool_managers:
-            _pool_managers[id(context)] = _manager(context=context)
+            _pool_managers[id(context)] = _manager(context=context, backend=backend)
             _pool_managers[id(context)].initialize()
         context.memory_manager = _pool_managers[id(context)]
     _active = context.memory_manager
