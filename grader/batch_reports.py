@@ -103,6 +103,7 @@ def gradescope_results(entries: list[Entry]) -> dict:
     if problems:
         data["output"] = "\n".join([data["output"] if graded else "", "not graded:",
                                     *problems]).lstrip()
+    data["output_format"] = "text"  # Gradescope renders the top-level output as HTML
     return data
 
 

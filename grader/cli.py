@@ -16,6 +16,7 @@ from rich.console import Console
 from grader import notebook as nbmod
 from grader import report as rep
 from grader.grade import exercises_in, grade_notebook
+from grader.gradescope import gradescope_bundle
 from grader.progress import PhaseDisplay
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -222,6 +223,9 @@ def doctor() -> None:
     from grader.doctor import main
 
     raise typer.Exit(main())
+
+
+app.command("gradescope-bundle")(gradescope_bundle)  # grader/gradescope.py
 
 
 if __name__ == "__main__":
