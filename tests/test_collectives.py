@@ -14,6 +14,7 @@ from workbook.collectives import (
 from workbook.occupancy import (
     HOPPER,
     allow_dynamic_shared_memory,
+    compiled,
     estimate_active_blocks,
     max_active_blocks,
 )
@@ -60,6 +61,24 @@ def fill_from_dynamic_shared(out):
     cuda.syncthreads()
     for i in range(t, n, cuda.blockDim.x):
         out[i] = cache[n - 1 - i]
+
+
+@cuda.jit
+def polynomial_rows(x, out):
+    """Sixteen values live at once: more registers than the kernels above."""
+    t = cuda.grid(1)
+    if t < out.size:
+        a0, a1, a2, a3 = x[t, 0], x[t, 1], x[t, 2], x[t, 3]
+        a4, a5, a6, a7 = x[t, 4], x[t, 5], x[t, 6], x[t, 7]
+        a8, a9, a10, a11 = x[t, 8], x[t, 9], x[t, 10], x[t, 11]
+        a12, a13, a14, a15 = x[t, 12], x[t, 13], x[t, 14], x[t, 15]
+        acc = float32(0.0)
+        for k in range(16):
+            v = float32(k)
+            acc += ((((a0 * v + a1) * v + a2) * v + a3) * v + a4) * (a5 - v) * (a6 + v)
+            acc += ((a7 * v + a8) * v + a9) * (a10 - v) * (a11 + v) * (a12 * v + a13)
+            acc += a14 * a15 * v
+        out[t] = acc
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -109,6 +128,30 @@ def test_occupancy_estimate_follows_the_limits():
     assert estimate_active_blocks(2048) == 0
 
 
+# Per-SM limits of compute capability 9.0 (H100, H200) from NVIDIA's own tables: CCCL's
+# cuda/__device/arch_traits.h for sm_90 (228 KiB of shared memory per SM, 32 resident blocks,
+# 2048 threads, 1 KiB of shared memory reserved per block, so 227 KiB the most one block may
+# opt in to) and cuda_occupancy.h (65536 registers per SM, allocated per warp in units of 256).
+# Each expected count below is worked out from those numbers alone.
+@pytest.mark.parametrize("block,dynamic,registers,static,expected", [
+    (32, 0, 32, 0, 32),            # 32-block limit (the threads would allow 64)
+    (1024, 0, 32, 0, 2),           # threads 2048 / 1024; registers 65536 / 32768 = 2
+    (1024, 0, 64, 0, 1),           # registers: 64 x 1024 = 65536 per block
+    (256, 0, 64, 0, 4),            # 64 x 32 = 2048 per warp, 8 warps: 65536 / 16384
+    (128, 0, 40, 0, 12),           # 40 x 32 = 1280 per warp (5 units), 4 warps: 65536 / 5120
+    (128, 0, 33, 0, 12),           # 33 x 32 = 1056 per warp, rounded up to 1280: as above
+    (32, 0, 255, 0, 8),            # 255 x 32 = 8160, rounded up to 8192 per warp: 65536 / 8192
+    (128, 100 * 1024, 32, 0, 2),   # shared: 233472 / (102400 + 1024) = 2.26
+    (64, 48 * 1024, 32, 8 * 1024, 4),  # 49152 + 8192 + 1024 = 58368 per block: 233472 / 58368
+    (128, 232448, 32, 0, 1),       # 227 KiB: the most one block may have
+    (128, 232449, 32, 0, 0),       # one byte more: the block cannot run
+])
+def test_occupancy_estimate_for_compute_capability_9_by_hand(block, dynamic, registers, static,
+                                                              expected):
+    assert estimate_active_blocks(block, dynamic, registers_per_thread=registers,
+                                  static_shared_bytes=static) == expected
+
+
 @pytest.mark.sim_only
 def test_simulator_occupancy_is_the_estimate():
     assert max_active_blocks(fill_from_dynamic_shared, 256, 64 * 1024) == \
@@ -127,3 +170,35 @@ def test_gpu_occupancy_and_large_dynamic_shared_memory():
     allow_dynamic_shared_memory(fill_from_dynamic_shared, 4 * n, args)
     fill_from_dynamic_shared[1, 256, 0, 4 * n](out)
     np.testing.assert_array_equal(out.copy_to_host(), np.arange(n, dtype=np.float32)[::-1])
+
+
+def _occupancy_launches():
+    """(kernel, block size, dynamic shared bytes, arguments) of a few launches that differ in
+    threads, registers, static and dynamic shared memory."""
+    out = cuda.device_array(25_000, np.float32)
+    values = cuda.device_array((2, 1024), np.float32)
+    triples = cuda.device_array((2, 1024, 3), np.float32)
+    rows = cuda.device_array((4096, 16), np.float32)
+    return [(fill_from_dynamic_shared, block, dynamic, (out,))
+            for block, dynamic in ((32, 0), (128, 1024), (256, 16 * 1024), (128, 100 * 1024),
+                                   (1024, 48 * 1024), (64, 200 * 1024))] + \
+        [(block_reduce_twice, block, 0, (values, triples)) for block in (64, 256, 1024)] + \
+        [(polynomial_rows, block, 0, (rows, out)) for block in (128, 512, 1024)]
+
+
+@pytest.mark.gpu
+def test_occupancy_estimate_agrees_with_the_driver():
+    """The simulator's estimate, given the compiled kernel's registers and static shared
+    memory, against the CUDA driver's occupancy calculator
+    (cuOccupancyMaxActiveBlocksPerMultiprocessor)."""
+    if cuda.get_current_device().compute_capability != (9, 0):
+        pytest.skip("the estimate describes an SM of compute capability 9.0 (H100, H200)")
+    rows = []
+    for kernel, block, dynamic, args in _occupancy_launches():
+        overload = compiled(kernel, args)
+        regs, static = overload.regs_per_thread, overload.shared_mem_per_block
+        driver = max_active_blocks(kernel, block, dynamic, args)
+        estimate = estimate_active_blocks(block, dynamic, regs, static)
+        rows.append((kernel.__name__, block, dynamic, regs, static, driver, estimate))
+    assert all(r[-1] == r[-2] for r in rows), [r for r in rows if r[-1] != r[-2]]
+    assert len({r[3] for r in rows}) >= 2, "the launches should differ in registers per thread"
