@@ -5,12 +5,16 @@ tests run unmodified with ``WORKBOOK_MODE=gpu``. The ``sim_only`` tests check
 what the simulator does where a GPU's behaviour is undefined or would hang.
 """
 
+import inspect
+import re
 import time
 
 import numpy as np
 import pytest
 
 import workbook  # noqa: F401  (selects the mode: import it before numba.cuda)
+from workbook.sim import sanitizer
+from workbook.sim.sanitizer import UninitializedReadError
 from workbook.sim.warp import TIMEOUT_ENV, WarpCollectiveError
 
 # isort: split
@@ -54,6 +58,13 @@ def shuffled(values, lane, base, size, src):
     defined = ~inside | (src < size)
     read = np.where(inside & defined, base + src, np.arange(values.size))
     return values[read], defined
+
+
+def reading_missing_lanes():
+    """For launches whose shuffles read lanes past the end of a partial warp and compare only
+    the defined results: the simulator's sanitizer would report those reads (see
+    test_undefined_reads_are_reported), so it is off here; a GPU runs them as they are."""
+    return sanitizer.disabled()
 
 
 def per_warp_sum(x, base):
@@ -261,7 +272,8 @@ def test_shfl_relative(rng, kernel, source, delta, dtype):
     lane, base, size = lanes(blocks, threads)
     values = make_values(rng, dtype, lane.size)
     out = np.zeros_like(values)
-    kernel[blocks, threads](values, np.int32(delta), out)
+    with reading_missing_lanes():
+        kernel[blocks, threads](values, np.int32(delta), out)
     expected, defined = shuffled(values, lane, base, size, source(lane, delta))
     np.testing.assert_array_equal(out[defined], expected[defined])
     assert defined[:32].all()
@@ -282,7 +294,8 @@ def test_shfl_relative_layouts(rng, kernel, source, layout):
     lane, base, size = lanes(blocks, threads)
     values = make_values(rng, np.int32, lane.size)
     out = np.zeros_like(values)
-    kernel[blocks, threads](values, np.int32(3), out)
+    with reading_missing_lanes():
+        kernel[blocks, threads](values, np.int32(3), out)
     expected, defined = shuffled(values, lane, base, size, source(lane))
     np.testing.assert_array_equal(out[defined], expected[defined])
 
@@ -509,7 +522,8 @@ def test_undefined_reads_return_own_value():
     # lanes 0..7, lanes 4..7 read lane 30, which does not exist.
     values = np.arange(40, dtype=np.int32) * 10
     out = np.zeros_like(values)
-    undefined_reads_kernel[1, 40](values, out)
+    with sanitizer.disabled():  # the plain simulator: the caller's own value
+        undefined_reads_kernel[1, 40](values, out)
     np.testing.assert_array_equal(out[:4], [20, 30, 20, 30])
     np.testing.assert_array_equal(out[4:32], 300)
     np.testing.assert_array_equal(out[32:], [340, 350, 340, 350, 360, 370, 380, 390])
@@ -634,6 +648,163 @@ def test_timeout_names_the_missing_lane(monkeypatch):
 def test_error_in_one_lane_reaches_the_caller():
     info = run_failing(failing_lane_kernel)
     assert info.type is IndexError
+
+
+def kernel_line(kernel, text: str) -> int:
+    """The line number, in this file, of the first line of ``kernel`` that holds ``text``."""
+    lines, first = inspect.getsourcelines(kernel.py_func)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+@cuda.jit
+def shuffle_in_a_branch_kernel(values, out, n):
+    i = cuda.grid(1)
+    if cuda.laneid < n:  # lanes n..31 skip the shuffle that names them
+        out[i] = values[i] + cuda.shfl_down_sync(0xFFFFFFFF, values[i], 1)
+
+
+@pytest.mark.sim_only
+def test_a_skipped_shuffle_is_reported_root_first():
+    # Each lane waits for every lane of its mask: a lane below 24 may stop because another
+    # waiting lane stopped, and that one because of a lane that left. The report names the
+    # lane that left first, once, with its line and the collective it skipped; then,
+    # briefly, the lanes left waiting.
+    values = np.arange(32, dtype=np.int32)
+    with pytest.raises(WarpCollectiveError) as info:
+        shuffle_in_a_branch_kernel[1, 32](values, np.zeros_like(values), 24)
+    message = str(info.value)
+    root = re.match(r"(tid=\[[^\]]*\] ctaid=\[[^\]]*\]: )?lane (\d+) of warp 0 \(block "
+                    r"\(0,0,0\)\) exited without reaching shfl_down_sync with mask 0xffffffff",
+                    message)
+    assert root and 24 <= int(root.group(2)) < 32, message
+    assert message.count("exited without reaching") == 1 and "stopped with" not in message
+    branch = kernel_line(shuffle_in_a_branch_kernel, "if cuda.laneid < n")
+    shuffle = kernel_line(shuffle_in_a_branch_kernel, "shfl_down_sync")
+    assert f"left the kernel at {__file__}:{branch} in shuffle_in_a_branch_kernel" in message
+    assert f"waits in shfl_down_sync at {__file__}:{shuffle}" in message
+    waiting = re.findall(r"lane (\d+) \(shfl_down_sync, line (\d+)\)", message)
+    assert all(int(lane) < 24 and int(line) == shuffle for lane, line in waiting), message
+
+
+@pytest.mark.sim_only
+def test_lanes_calling_different_collectives_are_named_with_their_lines():
+    info = run_failing(mismatched_op_kernel)
+    message = str(info.value)
+    ballot = kernel_line(mismatched_op_kernel, "ballot_sync")
+    shuffle = kernel_line(mismatched_op_kernel, "shfl_down_sync")
+    assert f"{__file__}:{ballot} in mismatched_op_kernel" in message
+    assert f"{__file__}:{shuffle} in mismatched_op_kernel" in message
+
+
+# ---------------------------------------------------------------------------
+# Undefined shuffle reads in sanitized launches: poisoned, reported when used
+
+
+@cuda.jit
+def partial_warp_kernel(values, out):
+    i = cuda.grid(1)
+    v = values[i]
+    v += cuda.shfl_down_sync(0xFFFFFFFF, v, 4)
+    out[i] = v
+
+
+@cuda.jit
+def outside_the_mask_kernel(values, out):
+    i = cuda.grid(1)
+    if cuda.laneid < 16:
+        out[i] = cuda.shfl_xor_sync(0x0000FFFF, values[i], 16)  # lanes 16..31: not in the mask
+
+
+@cuda.jit
+def guarded_partial_warp_kernel(values, out):
+    i = cuda.grid(1)
+    lane = cuda.laneid
+    width = min(32, cuda.blockDim.x - (cuda.threadIdx.x - lane))
+    v = values[i]
+    for offset in (16, 8, 4, 2, 1):
+        other = cuda.shfl_down_sync(0xFFFFFFFF, v, offset)
+        if lane + offset < width:  # a missing lane's value is read, and left unused
+            v += other
+    out[i] = v
+
+
+@pytest.mark.sim_only
+def test_a_used_read_of_a_missing_lane_is_reported_and_poisoned():
+    # 40 threads: warp 1 has lanes 0..7, and its lanes 4..7 read lanes 8..11
+    values = np.arange(40, dtype=np.float32)
+    d_out = cuda.to_device(np.zeros(40, np.float32))
+    with pytest.raises(UninitializedReadError) as info:
+        partial_warp_kernel[1, 40](values, d_out)
+    message = str(info.value)
+    found = re.search(r"lane (\d+) of warp 1 \(block \(0,0,0\)\) read lane (\d+) in "
+                      r"shfl_down_sync with mask 0xffffffff", message)
+    assert found, message
+    reader, source = int(found.group(1)), int(found.group(2))
+    assert 4 <= reader <= 7 and source == reader + 4
+    assert (f"lane {source} does not exist: the block has 40 threads, so warp 1 has lanes "
+            "0-7 only") in message
+    line = kernel_line(partial_warp_kernel, "shfl_down_sync")
+    assert f"read and used at {__file__}:{line} in partial_warp_kernel" in message
+    # every lane ran to the end: the four that read a missing lane hold NaN, lanes 28-31 of
+    # warp 0 read past the warp's end and got their own value (defined), the others lane + 4
+    out = d_out.copy_to_host()
+    lane = np.arange(40) % 32
+    size = np.where(np.arange(40) < 32, 32, 8)
+    source_value = np.where(lane + 4 > 31, values, values[np.minimum(np.arange(40) + 4, 39)])
+    defined = (lane + 4 > 31) | (lane + 4 < size)
+    np.testing.assert_array_equal(out[defined], (values + source_value)[defined])
+    assert np.isnan(out[~defined]).all() and (~defined).sum() == 4
+
+
+@pytest.mark.sim_only
+def test_a_read_outside_the_mask_is_reported_with_an_integer_poison():
+    values = np.arange(32, dtype=np.int32)
+    d_out = cuda.to_device(np.zeros(32, np.int32))
+    with pytest.raises(UninitializedReadError) as info:
+        outside_the_mask_kernel[1, 32](values, d_out)
+    message = str(info.value)
+    found = re.search(r"lane (\d+) of warp 0 \(block \(0,0,0\)\) read lane (\d+) in "
+                      r"shfl_xor_sync with mask 0x0000ffff, and lane \d+ is not in the mask "
+                      r"0x0000ffff", message)
+    assert found and int(found.group(2)) == int(found.group(1)) ^ 16, message
+    line = kernel_line(outside_the_mask_kernel, "shfl_xor_sync")
+    assert f"{__file__}:{line} in outside_the_mask_kernel" in message
+    out = d_out.copy_to_host()
+    assert (out[:16] == 0x7FADBEEF).all() and (out[16:] == 0).all()
+
+
+@pytest.mark.sim_only
+@pytest.mark.parametrize("threads", [40, 50, 100])
+def test_a_read_of_a_missing_lane_left_unused_is_not_reported(threads):
+    values = np.arange(threads, dtype=np.float32)
+    out = np.zeros(threads, np.float32)
+    guarded_partial_warp_kernel[1, threads](values, out)  # the sanitizer is on: no report
+    starts = np.arange(0, threads, 32)
+    np.testing.assert_array_equal(out[starts], np.add.reduceat(values, starts))
+
+
+@pytest.mark.sim_only
+def test_a_check_of_a_partial_warp_shuffle_fails_naming_the_lane():
+    from grader.exercise import Case, Exercise, check_exercise
+
+    def run(ns, inputs, mode):
+        out = np.zeros(40, np.float32)
+        ns["partial_warp_kernel"][1, 40](inputs["x"], out)
+        return out
+
+    def verify(got, expected, inputs, mode):
+        np.testing.assert_array_equal(got, expected)
+
+    cases = (Case(40),)
+    exercise = Exercise(
+        id="warp.partial", lesson="tests", title="a partial warp's shuffle",
+        entry="partial_warp_kernel", run=run, verify=verify, cases={"sim": cases, "gpu": cases},
+        make_inputs=lambda rng, case: {"x": np.arange(case.size, dtype=np.float32)},
+        reference=lambda inputs: inputs["x"])
+    result = check_exercise(exercise, {"partial_warp_kernel": partial_warp_kernel}, "sim")
+    assert not result.passed
+    assert re.search(r"lane [4-7] of warp 1 \(block \(0,0,0\)\) read lane (8|9|10|11) in "
+                     r"shfl_down_sync", result.summary()), result.summary()
 
 
 @pytest.mark.sim_only

@@ -4,7 +4,15 @@
 simulator mode.
 """
 
-from workbook.sim import global_races, local_memory, sanitizer, scheduler, shared_memory, warp
+from workbook.sim import (
+    global_races,
+    local_memory,
+    sanitizer,
+    scheduler,
+    shared_memory,
+    shuffle_reads,
+    warp,
+)
 
 
 def install() -> None:
@@ -18,4 +26,4 @@ def install() -> None:
 
 
 __all__ = ["global_races", "install", "local_memory", "sanitizer", "scheduler", "shared_memory",
-           "warp"]
+           "shuffle_reads", "warp"]

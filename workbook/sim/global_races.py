@@ -13,7 +13,9 @@ access to it is logged by (block, thread), and an element written without an
 atomic by one block and touched by another block of the same launch raises
 :class:`GlobalRaceError`. Atomic operations (``cuda.atomic.*``) are never races
 with each other. (Only watched arrays are checked across blocks: a kernel may
-legitimately hand data from block to block with fences and flags.)
+legitimately hand data from block to block with fences and flags.) No barrier orders
+blocks, so the report suggests an atomic (for updates) or a second kernel launch (for a
+block that reads what another writes).
 """
 
 from __future__ import annotations
@@ -45,32 +47,51 @@ class AccessLog:
 
     def __init__(self, name: str):
         self.name = name
-        self.by_block: dict[int, dict[tuple, tuple]] = {}  # element -> block -> (thread, kind)
+        # element -> block -> (thread, kind, site, site of the block's read before its write)
+        self.by_block: dict[int, dict[tuple, tuple]] = {}
         self.launch = -1
 
-    def record(self, index: int, kind: str, block: tuple, thread: tuple) -> None:
-        """Log one access; ``kind`` is "read", "write" or "atomic"."""
+    def record(self, index: int, kind: str, block: tuple, thread: tuple, site=None) -> None:
+        """Log one access; ``kind`` is "read", "write" or "atomic"; ``site`` is where it is
+        (see :func:`workbook.sim.sanitizer.caller_site`)."""
         if self.launch != _current_launch[0]:
             self.by_block = {}  # before the launch number: no thread logs into a stale dict
             self.launch = _current_launch[0]
         blocks = self.by_block.get(index)
         if blocks is None:
             blocks = self.by_block.setdefault(index, {})
-        for other, (other_thread, other_kind) in list(blocks.items()):
-            if other != block and _conflict(other_kind, kind):
-                self._race(index, other, other_thread, other_kind, block, thread, kind)
+        for other, entry in list(blocks.items()):
+            if other != block and _conflict(entry[1], kind):
+                self._race(index, (other, *entry), (block, thread, kind, site, None))
         previous = blocks.get(block)
         if previous is None or previous[1] == "read":
-            blocks[block] = (thread, kind)
+            read_site = previous[2] if previous is not None and kind == "write" else None
+            blocks[block] = (thread, kind, site, read_site)
 
-    def _race(self, index, block_a, thread_a, kind_a, block_b, thread_b, kind_b):
+    def _race(self, index, first, second):
+        """``first`` and ``second``: ``(block, thread, kind, site, read site)``."""
+        (block_a, thread_a, kind_a, *_), (block_b, thread_b, kind_b, *_) = first, second
         raise GlobalRaceError(
             f"racecheck: data race on {self.name}[{index}] between blocks: {_WORDS[kind_a]} by "
             f"block {block_a} thread {thread_a}, and {_WORDS[kind_b]} by block {block_b} thread "
-            f"{thread_b} in the same launch. Blocks run concurrently and in any order on a GPU: "
-            "combine results across blocks with cuda.atomic.* (or give each block its own "
-            "element)."
+            f"{thread_b} in the same launch. Blocks run concurrently and in any order on a GPU, "
+            "and no barrier can help: cuda.syncthreads() orders the threads of one block only. "
+            + _between_blocks_hint(first, second)
         )
+
+
+def _between_blocks_hint(first, second) -> str:
+    """What fixes a race between blocks, from its kind (see the module's docstring)."""
+    kinds = {first[2], second[2]}
+    same = sanitizer.same_statement(first[1:], second[1:])
+    if kinds == {"read", "write"} and not same:
+        return ("A block may read before or after another block writes: read in a second "
+                "kernel launch (a launch ends when all its blocks have, so the next one sees "
+                "every write), or read a copy that no block writes (two buffers, swapped "
+                "between launches).")
+    return ("Combine results across blocks with cuda.atomic.* (cuda.atomic.add for +=, "
+            "min / max), or give each block its own element and combine them in a second "
+            "kernel launch.")
 
 
 _WORDS = {"read": "read", "write": "written without an atomic", "atomic": "updated atomically"}
@@ -140,7 +161,8 @@ def _log(wrapper, thread, block, index, kind, site) -> None:
             kind = ATOMIC
         flat = sum(_normal(i, n) * s for i, n, s in zip(_as_tuple(index), shape,
                                                          _c_steps(shape)))
-        log.record(flat, _KIND_NAMES[kind], tuple(thread.blockIdx), tuple(thread.threadIdx))
+        log.record(flat, _KIND_NAMES[kind], tuple(thread.blockIdx), tuple(thread.threadIdx),
+                   thread.__dict__.get(sanitizer.ATOMIC_SITE) or site)
 
 
 def _as_tuple(index):

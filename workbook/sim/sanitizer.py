@@ -14,13 +14,20 @@ racecheck
     ``cuda.syncwarp()`` or a warp collective (``shfl_*_sync``, votes, match)
     that both lanes took part in. Atomics (``cuda.atomic.*``) do not race with
     each other. Blocks of one launch that conflict on an array watched with
-    :func:`workbook.sim.global_races.watch` are reported too.
+    :func:`workbook.sim.global_races.watch` are reported too. The report's hint
+    follows from the kind of race (:func:`race_hint`): a write and a read in
+    different statements of one barrier interval want a barrier; many threads
+    running one store or read-modify-write on one element, or a plain update of an
+    element that others update atomically, want an atomic; blocks want an atomic or
+    a second kernel launch, since no barrier orders them.
 initcheck
     A read of shared memory that no thread of the block has written since the
-    block began. Shared memory is fresh for every block (it no longer keeps the
-    previous block's values), arrays declared on one line no longer share
-    storage, and new shared memory holds a poison value: NaN for floats, the
-    bytes of ``0x7FADBEEF`` for other types (see :mod:`workbook.sim.shared_memory`).
+    block began; and the use of a value that a shuffle read from a lane that does not
+    exist or is not in its mask (:mod:`workbook.sim.shuffle_reads`). Shared memory is
+    fresh for every block (it no longer keeps the previous block's values), arrays
+    declared on one line no longer share storage, and new shared memory holds a poison
+    value: NaN for floats, the bytes of ``0x7FADBEEF`` for other types (see
+    :mod:`workbook.sim.shared_memory`).
 synccheck
     A ``cuda.syncthreads()`` that not every thread of the block reaches: threads
     that wait at different ``cuda.syncthreads()`` calls, or a thread that exited
@@ -74,7 +81,11 @@ __all__ = [
     "is_enabled",
     "labelled_site",
     "memory_space",
+    "race_hint",
     "register",
+    "report_undefined",
+    "same_instruction",
+    "same_statement",
     "student_frame",
 ]
 
@@ -97,7 +108,8 @@ class RaceError(SanitizerError):
 
 
 class UninitializedReadError(SanitizerError):
-    """initcheck: a read of shared memory that no thread of the block has written."""
+    """initcheck: a read of shared memory that no thread of the block has written, or the
+    use of a value that a shuffle read from outside its group."""
 
 
 class BarrierError(SanitizerError):
@@ -312,7 +324,8 @@ class _Block:
         self.size = int(np.prod(dims))
         self.log: dict[int, tuple] = {}  # shared memory: address -> access record (see below)
         self.intervals: dict[int, dict] = {}  # global memory: epoch -> {address -> record}
-        self.pending: dict[int, tuple] = {}  # address -> first read of it, never written
+        # address (or another key) -> (epoch, report) of the first read of it, never written
+        self.pending: dict = {}
         self.clocks: dict[int, np.ndarray] = {}  # warp -> vector clocks of its lanes
         self.shared: dict = {}  # (code, offset) of a cuda.shared.array call -> its array
         self.dynamic = None  # the block's dynamic shared memory (bytes)
@@ -472,11 +485,15 @@ def access(thread, block: _Block, address: int, kind: int, site, memory: Memory,
             record = log[address] = (_UNSEEN, -1, 0, None, READ) + record[5:]
         elif address not in block.pending:
             expr, note = memory.describe(array, index, site)
-            block.pending.setdefault(address, (epoch, tid, kind, site, expr, note))
+            block.pending.setdefault(address, (epoch, _initcheck_text(
+                block, tid, kind, site, expr, note)))
     if (writer >= 0 and writer != tid and record[1] == epoch
             and not (kind == ATOMIC and record[4] == ATOMIC)
             and not _ordered(clocks, tid, writer, record[2])):
-        _race(block, (memory, array, index), (writer, record[4], record[3]), (tid, kind, site))
+        own = _own_read(record, epoch, tid) if kind == WRITE else None
+        _race(block, (memory, array, index),
+              (writer, record[4], record[3], _own_read(record, epoch, writer)),
+              (tid, kind, site, own))
     if kind == READ:
         mine = tid | tick << 12 | (-1 if site is None else site) << 44  # see _reader
         reads = record[6] if record[5] == epoch else None
@@ -488,13 +505,33 @@ def access(thread, block: _Block, address: int, kind: int, site, memory: Memory,
             reads[tid] = mine
         return
     reads = record[6] if record[5] == epoch else None
+    mine = None  # this thread's own read of the element in this interval, if any
     if reads is not None:
         for packed in (reads,) if type(reads) is int else list(reads.values()):
             reader, their_tick, their_site = _reader(packed)
-            if reader != tid and not _ordered(clocks, tid, reader, their_tick):
-                _race(block, (memory, array, index), (reader, READ, their_site),
-                      (tid, kind, site))
-    log[address] = (tid, epoch, tick, site, kind, epoch, None)
+            if reader == tid:
+                mine = packed
+            elif not _ordered(clocks, tid, reader, their_tick):
+                own = _own_read(record, epoch, tid) if kind == WRITE else None
+                _race(block, (memory, array, index), (reader, READ, their_site, None),
+                      (tid, kind, site, own))
+    if kind != WRITE:
+        mine = None
+    elif mine is None and writer == tid and record[1] == epoch and record[4] == ATOMIC:
+        mine = tid | tick << 12 | (-1 if record[3] is None else record[3]) << 44  # its atomic
+    # a plain write keeps the writer's own read (or atomic access) of the element in this
+    # interval: a read-modify-write, which race hints tell apart (see race_hint)
+    log[address] = (tid, epoch, tick, site, kind, epoch, mine)
+
+
+def _own_read(record, epoch: int, tid: int):
+    """The site where thread ``tid`` read the element of ``record`` in this interval before
+    writing it (a read-modify-write such as ``a[i] += 1``), or None."""
+    reads = record[6] if record[5] == epoch else None
+    packed = reads if type(reads) is int else None if reads is None else reads.get(tid)
+    if packed is None or packed & 0xFFF != tid:
+        return None
+    return _reader(packed)[2]
 
 
 def _reader(packed: int) -> tuple:
@@ -517,33 +554,108 @@ def _ordered(clocks, tid: int, other: int, tick: int) -> bool:
 
 
 def _race(block, target, first, second) -> None:
+    """Raise a :class:`RaceError` for two unordered accesses, each ``(thread, kind, site,
+    own read site)``; its hint follows from the kind of race (see :func:`race_hint`)."""
     if block.failed:
         return
     memory, array, index = target
-    (tid_a, kind_a, site_a), (tid_b, kind_b, site_b) = first, second
+    (tid_a, kind_a, site_a, _), (tid_b, kind_b, site_b, _) = first, second
     expr, note = memory.describe(array, index, site_b)
-    if tid_a >> 5 == tid_b >> 5:
+    one_warp = tid_a >> 5 == tid_b >> 5
+    if one_warp:
         order = "no cuda.syncthreads(), cuda.syncwarp() or warp collective that both took part in"
-        hint = ("missing cuda.syncthreads()? (the two threads are lanes of one warp: "
-                "cuda.syncwarp() also orders them)")
     else:
-        order, hint = "no cuda.syncthreads()", "missing cuda.syncthreads()?"
+        order = "no cuda.syncthreads()"
     raise RaceError(
         f"racecheck: data race on {memory.space} {expr}{note} in {block.where()}:\n"
         f"  {_WORDS[kind_a]} by {describe_thread(block, tid_a)} at {describe_site(site_a)}\n"
         f"  {_WORDS[kind_b]} by {describe_thread(block, tid_b)} at {describe_site(site_b)}\n"
-        f"  with {order} between them: {hint}"
+        f"  with {order} between them: {race_hint(expr, first, second, one_warp)}"
     )
 
 
-def _uninitialised(block, before: int = _NO_EXIT):
-    """The first read of never-written shared memory made before barrier ``before``, as an
-    exception (None if there is none)."""
-    first = next((read for read in list(block.pending.values()) if read[0] < before), None)
-    if first is None:
-        return None
-    _epoch, tid, kind, site, expr, note = first
-    return UninitializedReadError(
+def same_instruction(site_a, site_b) -> bool:
+    """Whether two sites (see :func:`caller_site`) are one instruction of the source."""
+    return (site_a is not None and site_b is not None
+            and _sites[site_a][:2] == _sites[site_b][:2])
+
+
+def same_statement(first, second) -> bool:
+    """Whether two accesses ``(thread, kind, site, own read site)`` are the same statement
+    run by two threads: the same instruction, or one of them the read with which the other
+    thread began its read-modify-write (``a[i] += 1``, ``old = a[i]; a[i] = f(old)``)."""
+    sites_a = [s for s in first[2:] if s is not None]
+    sites_b = [s for s in second[2:] if s is not None]
+    return any(same_instruction(a, b) for a in sites_a for b in sites_b)
+
+
+def _same_line(site_a, site_b) -> bool:
+    if site_a is None or site_b is None:
+        return False
+    (code_a, offset_a, *_), (code_b, offset_b, *_) = _sites[site_a], _sites[site_b]
+    return code_a is code_b and line_of(code_a, offset_a) == line_of(code_b, offset_b)
+
+
+def race_hint(expr: str, first, second, one_warp: bool = False) -> str:
+    """What fixes a race between two threads of one block, from its kind. ``first`` and
+    ``second`` are ``(thread, kind, site, own read site)``; the own read site is where a
+    writer read the element before writing it (None if it did not).
+
+    * A plain read-modify-write of an element that another thread updates atomically, or
+      many threads running one statement on one element (the same store, or the same
+      read-modify-write): no barrier separates them, an atomic does (a flag that every
+      thread sets to the same value is benign in practice, and the hint says so).
+    * Otherwise a write and a read (or two writes) in different statements of one barrier
+      interval: a ``cuda.syncthreads()`` between them orders them.
+    """
+    kinds = {first[1], second[1]}
+    rmw = any(access[1] == WRITE and access[3] is not None for access in (first, second))
+    if ATOMIC in kinds and rmw:
+        return (f"{expr} is updated atomically by one thread, and read then written back "
+                "with a plain store by the other: an atomic operation is atomic only with "
+                "respect to other atomics, so the plain store can undo an atomic update. A "
+                "barrier does not fix this: make the update atomic too (cuda.atomic.min / "
+                "max / add, or cuda.atomic.cas).")
+    if same_statement(first, second):
+        if rmw:
+            return (f"both threads run the same read-modify-write of {expr} (read, then "
+                    "write back), and one update can overwrite the other. A barrier cannot "
+                    "order threads that run one statement together: make the update one "
+                    "atomic operation (cuda.atomic.add for +=, cuda.atomic.min / max, "
+                    "cuda.atomic.cas to claim a slot).")
+        return (f"both threads store to {expr} in the same statement. If every thread stores "
+                "the same value on purpose (a flag such as changed[0] = 1), the result is "
+                "right on a GPU in practice, though the CUDA memory model still calls it a "
+                "race: cuda.atomic.max(changed, 0, 1) says what is meant. If the values "
+                "differ, whichever store lands last wins: use an atomic (cuda.atomic.min, "
+                "max or exch), or let one thread store. No barrier helps here.")
+    warp = (" (the two threads are lanes of one warp: cuda.syncwarp() also orders them)"
+            if one_warp else "")
+    if ATOMIC in kinds:
+        return (f"missing cuda.syncthreads()?{warp} An atomic and a plain access of one "
+                "element are not ordered: if the plain access belongs to another step "
+                "(setting the element up, or reading the final value), put a "
+                "cuda.syncthreads() between the steps; if it belongs to the same step, make "
+                "it atomic too.")
+    if first[1] == WRITE and second[1] == READ:
+        what = ("The read can come before the write: a cuda.syncthreads() between the write "
+                "and the read orders them.")
+    elif first[1] == READ:
+        what = ("The write can overwrite the value before it is read: a cuda.syncthreads() "
+                "between the read and the write orders them (in a loop: before the next step "
+                "writes).")
+    else:
+        what = ("The two writes can land in either order: a cuda.syncthreads() between them "
+                "orders them.")
+    hint = f"missing cuda.syncthreads()?{warp} {what}"
+    if _same_line(first[2], second[2]):
+        hint += (" If both belong to one step, no two threads of a step may touch one "
+                 "element: check the index and the bound.")
+    return hint
+
+
+def _initcheck_text(block, tid, kind, site, expr, note) -> str:
+    return (
         f"initcheck: read of uninitialised shared memory {expr}{note} in {block.where()}:\n"
         f"  {_WORDS[kind]} by {describe_thread(block, tid)} at {describe_site(site)}\n"
         f"  No thread of this block wrote {expr} before this read. Shared memory starts out "
@@ -551,6 +663,28 @@ def _uninitialised(block, before: int = _NO_EXIT):
         "integers): write it first, with a cuda.syncthreads() between the write and the "
         "reads by other threads."
     )
+
+
+def report_undefined(thread, key, report: str) -> bool:
+    """Report a read of an undefined value by ``thread`` (not of memory: a shuffle's, say)
+    as initcheck reports a read of never-written shared memory: once the block's threads
+    have passed the next barrier or exited. ``key`` tells reads apart (one report per key);
+    ``report`` is the message. Returns whether the thread runs in a sanitized launch."""
+    block = thread.__dict__.get(BLOCK)
+    if block is None:
+        return False
+    block.pending.setdefault(key, (thread.__dict__.get(_BARRIERS, 0), report))
+    return True
+
+
+def _uninitialised(block, before: int = _NO_EXIT):
+    """The first read of an undefined value (never-written shared memory, or a shuffle's
+    from a lane outside its group) made before barrier ``before``, as an exception (None if
+    there is none)."""
+    first = next((read for read in list(block.pending.values()) if read[0] < before), None)
+    if first is None:
+        return None
+    return UninitializedReadError(first[1])
 
 
 def _barrier_error(block, message: str) -> None:
@@ -574,12 +708,27 @@ def _check_exits(block, thread, k: int, stack) -> None:
             f"{describe_thread(block, block.exit_tid)} of {block.where()} returned after "
             f"{block.min_exit} cuda.syncthreads() call(s), while "
             f"{describe_thread(block, thread.thread_id)} waits at cuda.syncthreads() number "
-            f"{k}, at {describe_site(_stack_site(stack))}\n"
-            "  Every thread of a block that has not exited must reach every "
+            f"{k}, at {describe_site(_stack_site(stack))}\n" + _skipped_barrier_advice(stack),
+        )
+
+
+def _skipped_barrier_advice(stack) -> str:
+    """Why a thread can end without a barrier others wait at: the barrier sits in a branch
+    it did not take, or (no branch around it) the thread returned early."""
+    from workbook.sim.branches import enclosing_if
+
+    code, offset = stack[0] if stack else (None, 0)
+    branch = code and enclosing_if(code.co_filename, line_of(code, offset))
+    if branch:
+        return (f"  This cuda.syncthreads() is inside `{branch[1]}` (line {branch[0]}): threads "
+                "that do not take that branch never reach it. Move the barrier out of the "
+                "branch (keep only the work under the if), so that every thread of the block "
+                "reaches it; on a GPU a barrier that only some threads reach is undefined "
+                "behaviour (a hang, or a barrier that does not wait).")
+    return ("  Every thread of a block that has not exited must reach every "
             "cuda.syncthreads(); on a GPU an early return before a barrier is undefined "
             "behaviour (a hang, or a barrier that does not wait). Instead of returning early, "
-            "put the work under an if, and let every thread reach the barrier.",
-        )
+            "put the work under an if, and let every thread reach the barrier.")
 
 
 def _check_same_barrier(block, thread, first, stack) -> None:

@@ -22,12 +22,16 @@ Rendezvous
     arrive while ``WORKBOOK_WARP_TIMEOUT`` seconds (default 20) pass without any
     other lane arriving. A named lane
     that exited is an error too: a GPU leaves it out of votes, but a shuffle
-    reads an undefined value from it.
+    reads an undefined value from it. The error names the root first (the lane that
+    exited, with the line where it left the kernel, or the lanes that called different
+    collectives, with their lines), then the lanes left waiting for it.
 
 Undefined values
     A shuffle that reads from a lane that does not exist or is not in the mask
-    returns the caller's own value. As in PTX, only the low 5 bits of a
-    shuffle's lane or offset operand are used.
+    returns the caller's own value; in sanitized launches, a poison value that
+    reports its first use (:mod:`workbook.sim.shuffle_reads`). ``shfl_up_sync`` and
+    ``shfl_down_sync`` past the ends of the warp give the caller's own value, as on a
+    GPU. As in PTX, only the low 5 bits of a shuffle's lane or offset operand are used.
 
 Active lanes
     The simulator cannot see branch divergence, so ``activemask`` waits until
@@ -52,6 +56,7 @@ Return types
 from __future__ import annotations
 
 import functools
+import linecache
 import os
 import sys
 import threading
@@ -74,6 +79,9 @@ _WARPS = "_workbook_warps"
 _BARRIERS = "_workbook_barriers"
 _state_lock = threading.Lock()
 _SYNC_HOOKS: list = []  # called as hook(warp, lanes) when lanes complete a collective together
+_UNDEFINED_HOOKS: list = []  # called as hook(thread, value, what) on an undefined shuffle read
+_KERNEL_FRAME = "_workbook_kernel_frame"  # attribute of a thread: its kernel's frame
+_ROOT = "_workbook_warp_root"  # attribute of a lane stopped by a warp error: (root, waiters)
 _UNORDERED: set = set()  # collectives that do not order memory (see collective())
 
 
@@ -82,6 +90,15 @@ def add_sync_hook(hook) -> None:
     a collective together: they are synchronised at that point (used by the sanitizer)."""
     if hook not in _SYNC_HOOKS:
         _SYNC_HOOKS.append(hook)
+
+
+def add_undefined_hook(hook) -> None:
+    """Call ``hook(thread, value, what)`` in a lane whose shuffle read a lane that does not
+    exist or is not in the mask; ``value`` is the lane's own value and ``what`` says which
+    lane it read and why that is undefined. A hook that returns something other than None
+    gives the lane that value (used by the sanitizer: a poison value, reported later)."""
+    if hook not in _UNDEFINED_HOOKS:
+        _UNDEFINED_HOOKS.append(hook)
 
 
 class WarpCollectiveError(RuntimeError):
@@ -151,9 +168,9 @@ def _check_vote(op: str, mask, predicate) -> None:
 class _Arrival:
     """One lane's call of a collective, waiting for the rest of its group."""
 
-    __slots__ = ("op", "raw_mask", "mask", "lane", "value", "arg", "result", "done")
+    __slots__ = ("op", "raw_mask", "mask", "lane", "value", "arg", "result", "done", "frame")
 
-    def __init__(self, op, raw_mask, mask, lane, value, arg):
+    def __init__(self, op, raw_mask, mask, lane, value, arg, frame=None):
         self.op = op
         self.raw_mask = raw_mask
         self.mask = mask  # raw_mask restricted to the lanes that exist
@@ -162,6 +179,7 @@ class _Arrival:
         self.arg = arg
         self.result = None
         self.done = False
+        self.frame = frame  # the frame that called the intrinsic, for messages
 
     def joins(self, other: _Arrival) -> bool:
         return self.op == other.op and self.mask == other.mask
@@ -241,19 +259,71 @@ def _where(warp: _Warp, lane: int, thread) -> str:
     return f"lane {lane} of warp {warp.index} (block ({block}))"
 
 
+def _line(frame) -> str:
+    """``file:line in function`` and the line's text, for a frame of kernel code."""
+    if frame is None:
+        return "an unknown line"
+    code, line = frame.f_code, frame.f_lineno
+    text = linecache.getline(code.co_filename, line).strip()
+    where = f"{code.co_filename}:{line} in {code.co_name}"
+    return f"{where}\n        {text}" if text else where
+
+
+def _caller(frame):
+    """The first frame of ``frame`` and its callers that runs kernel code (not the
+    simulator's, the workbook's or the standard library's)."""
+    from workbook.sim.sanitizer import student_frame  # imported late: it imports this module
+
+    return student_frame(frame)
+
+
+def _waiter(warp: _Warp, arrival: _Arrival) -> str:
+    """A lane left waiting in a collective, briefly: ``lane 3 (shfl_down_sync, line 12)``."""
+    frame = _caller(arrival.frame)
+    line = "" if frame is None else f", line {frame.f_lineno}"
+    return f"lane {arrival.lane} ({arrival.op}{line})"
+
+
+def _stop(thread, root: str, waiters: list[str], error_type=None):
+    """The error of a lane that stops because of ``root``, a problem in another lane (or its
+    own): the root first, then the lanes left waiting for it, nearest first. It is kept on
+    the lane, so that lanes waiting for this one report the same root."""
+    thread.__dict__[_ROOT] = (root, waiters)
+    shown = waiters[:4] + ([f"{len(waiters) - 4} more"] if len(waiters) > 4 else [])
+    message = root + (f"\n  Lanes stopped waiting for it: {', '.join(shown)}." if shown else "")
+    if error_type is not None:
+        # Keep the type of the error that stopped the root lane, so that whichever thread
+        # the simulator reports, the launch fails with that error.
+        try:
+            return error_type(message)
+        except Exception:
+            pass
+    return WarpCollectiveError(message)
+
+
 def _exit_error(warp, lane, thread, arrival):
-    named = f"{_where(warp, lane, thread)} is named in {arrival.describe()}"
+    """The error of a lane whose collective names ``lane``, which ended without reaching it."""
     other = warp.threads.get(lane)
     exc = other.exception[0] if other is not None and other.exception else None
+    me = _waiter(warp, arrival)
     if exc is None:
-        return WarpCollectiveError(f"{named} but exited without reaching it")
-    # Keep the type of the error that stopped the lane, so that whichever thread
-    # the simulator reports, the launch fails with that error.
-    message = f"{named} but stopped with {type(exc).__name__}: {exc}"
-    try:
-        return type(exc)(message)
-    except Exception:
-        return WarpCollectiveError(message)
+        left = other.__dict__.get(_KERNEL_FRAME) if other is not None else None
+        root = (f"{_where(warp, lane, thread)} exited without reaching {arrival.describe()}, "
+                f"which names it: it left the kernel at {_line(left)}\n"
+                f"  while lane {arrival.lane} waits in {arrival.op} at "
+                f"{_line(_caller(arrival.frame))}\n"
+                "  Every lane named in a collective's mask must reach it: on a GPU a shuffle "
+                "then reads an undefined value, and a syncwarp or vote may hang. Call the "
+                "collective where every lane of the mask reaches it (before an early return, "
+                "outside an `if` that only some lanes take), or name only the lanes that "
+                "reach it in the mask.")
+        return _stop(thread, root, [me])
+    stored = other.__dict__.get(_ROOT)
+    if stored is not None:
+        return _stop(thread, stored[0], [*stored[1], me], type(exc))
+    root = f"{_where(warp, lane, thread)}, named in {arrival.describe()}, stopped with " \
+           f"{type(exc).__name__}: {exc}"
+    return _stop(thread, root, [me], type(exc))
 
 
 def _doing(warp: _Warp, lane: int) -> str:
@@ -294,16 +364,21 @@ def _check_missing(warp: _Warp, arrival: _Arrival, thread) -> list[int]:
         if other is not None:
             if other.mask >> arrival.lane & 1:
                 raise WarpCollectiveError(
-                    f"{_where(warp, arrival.lane, thread)} called {arrival.describe()}, "
-                    f"but lane {lane}, which it names, called {other.describe()}"
+                    f"{_where(warp, arrival.lane, thread)} called {arrival.describe()} at "
+                    f"{_line(_caller(arrival.frame))}\n  but lane {lane}, which it names, "
+                    f"called {other.describe()} at {_line(_caller(other.frame))}\n"
+                    "  The lanes of a mask must all call the same collective with the same "
+                    "mask."
                 )
         elif warp.exited >> lane & 1:
             raise _exit_error(warp, lane, thread, arrival)
         elif _barriers(warp.threads.get(lane)) > _barriers(thread):
+            other_frame = warp.threads.get(lane).__dict__.get(_KERNEL_FRAME)
             raise WarpCollectiveError(
                 f"{_where(warp, lane, thread)} is named in {arrival.describe()} "
-                f"but waits in cuda.syncthreads(), which cannot finish "
-                f"while lane {arrival.lane} waits in {arrival.op}: this deadlocks"
+                f"but waits in cuda.syncthreads() at {_line(other_frame)}\n  which cannot "
+                f"finish while lane {arrival.lane} waits in {arrival.op} at "
+                f"{_line(_caller(arrival.frame))}\n  This deadlocks."
             )
     return missing
 
@@ -387,17 +462,57 @@ def _collective(op: str, mask, value=None, arg=None):
             f"{_where(warp, lane, thread)} called {op} with mask {raw_mask:#010x}, "
             f"which does not include lane {lane}"
         )
-    arrival = _Arrival(op, raw_mask, raw_mask & warp.existing, lane, value, arg)
+    arrival = _Arrival(op, raw_mask, raw_mask & warp.existing, lane, value, arg,
+                       sys._getframe(2))
     with warp.cond:
         warp.pending[lane] = arrival
         try:
             _complete_if_ready(warp, arrival)
             _settle_activemask(warp)
             _wait(warp, arrival, thread)
+        except WarpCollectiveError as error:  # this lane is the root of what follows
+            if _ROOT not in thread.__dict__ and not getattr(thread, "abort", False):
+                thread.__dict__[_ROOT] = (str(error), [])
+            raise
         finally:
             if warp.pending.get(lane) is arrival:
                 del warp.pending[lane]
-    return arrival.result
+    result = arrival.result
+    if type(result) is _Undefined:
+        return _undefined_read(thread, warp, arrival, result.source)
+    return result
+
+
+class _Undefined:
+    """The result of a shuffle that read lane ``source``, which does not exist or is not in
+    the mask: undefined on a GPU (see :func:`_undefined_read`)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: int):
+        self.source = source
+
+
+def _undefined_read(thread, warp: _Warp, arrival: _Arrival, source: int):
+    """What a lane gets from a shuffle that read lane ``source``, outside its group: the
+    value of an undefined-read hook (the sanitizer's poison), else the lane's own value."""
+    if not _UNDEFINED_HOOKS:
+        return arrival.value
+    if not warp.existing >> source & 1:
+        lanes = warp.existing.bit_length()
+        why = (f"lane {source} does not exist: the block has "
+               f"{int(np.prod(thread._manager._block_dim))} threads, so warp {warp.index} has "
+               f"lanes 0-{lanes - 1} only")
+    else:
+        why = (f"lane {source} is not in the mask {arrival.raw_mask:#010x}, so it takes no "
+               "part in the shuffle")
+    what = (f"{_where(warp, arrival.lane, thread)} read lane {source} in "
+            f"{arrival.describe()}, and {why}")
+    for hook in _UNDEFINED_HOOKS:
+        value = hook(thread, arrival.value, what)
+        if value is not None:
+            return value
+    return arrival.value
 
 
 def collective(op: str, value, results, mask=FULL_MASK, orders: bool = True):
@@ -421,7 +536,7 @@ def _activemask(site):
     thread, warp, lane = _current("activemask")
     _check_abort(thread, "activemask")
     # value: the call site, which tells groups apart; arg: barriers passed so far.
-    arrival = _Arrival("activemask", 0, 0, lane, site, _barriers(thread))
+    arrival = _Arrival("activemask", 0, 0, lane, site, _barriers(thread), sys._getframe(2))
     with warp.cond:
         warp.at_activemask[lane] = arrival
         try:
@@ -443,8 +558,14 @@ def _shuffle(source):
     def results(group, mask):
         out = {}
         for lane, arrival in group.items():
-            src = group.get(source(lane, int(arrival.arg) & (WARP_SIZE - 1)))
-            out[lane] = arrival.value if src is None else src.value
+            j = source(lane, int(arrival.arg) & (WARP_SIZE - 1))
+            src = group.get(j)
+            if src is not None:
+                out[lane] = src.value
+            elif 0 <= j < WARP_SIZE:  # a lane outside the group: undefined
+                out[lane] = _Undefined(j)
+            else:  # up / down past the warp's ends: the lane's own value, as defined
+                out[lane] = arrival.value
         return out
 
     return results
@@ -502,60 +623,75 @@ _RESULTS = {
 # The intrinsics, as methods of the simulator's fake ``cuda`` module
 
 
+def _used(value):
+    """``value``, or if it is a value that a shuffle read from outside its group (see
+    :func:`add_undefined_hook`), what it stands for, its use reported."""
+    use = getattr(type(value), "_workbook_use", None)
+    return value if use is None else use(value, sys._getframe(1))
+
+
 class _WarpIntrinsics:
     """Methods copied onto ``FakeCUDAModule`` by :func:`install`."""
 
     def shfl_sync(self, mask, value, src_lane):
         """Value of ``value`` in lane ``src_lane & 31``."""
+        mask, value, src_lane = _used(mask), _used(value), _used(src_lane)
         _check_shuffle("shfl_sync", mask, value, src_lane)
         return _collective("shfl_sync", mask, value, src_lane)
 
     def shfl_up_sync(self, mask, value, delta):
         """Value of ``value`` in lane ``laneid - (delta & 31)``; the caller's own below 0."""
+        mask, value, delta = _used(mask), _used(value), _used(delta)
         _check_shuffle("shfl_up_sync", mask, value, delta)
         return _collective("shfl_up_sync", mask, value, delta)
 
     def shfl_down_sync(self, mask, value, delta):
         """Value of ``value`` in lane ``laneid + (delta & 31)``; the caller's own above 31."""
+        mask, value, delta = _used(mask), _used(value), _used(delta)
         _check_shuffle("shfl_down_sync", mask, value, delta)
         return _collective("shfl_down_sync", mask, value, delta)
 
     def shfl_xor_sync(self, mask, value, lane_mask):
         """Value of ``value`` in lane ``laneid ^ (lane_mask & 31)``."""
+        mask, value, lane_mask = _used(mask), _used(value), _used(lane_mask)
         _check_shuffle("shfl_xor_sync", mask, value, lane_mask)
         return _collective("shfl_xor_sync", mask, value, lane_mask)
 
     def syncwarp(self, mask=FULL_MASK):
         """Wait until every lane in ``mask`` reaches ``syncwarp``."""
-        _collective("syncwarp", mask)
+        _collective("syncwarp", _used(mask))
 
     def ballot_sync(self, mask, predicate):
         """``np.uint32`` mask of the lanes in ``mask`` whose predicate is true."""
+        mask, predicate = _used(mask), _used(predicate)
         _check_vote("ballot_sync", mask, predicate)
         return _collective("ballot_sync", mask, predicate)
 
     def all_sync(self, mask, predicate):
         """True if the predicate is true in every lane of ``mask``."""
+        mask, predicate = _used(mask), _used(predicate)
         _check_vote("all_sync", mask, predicate)
         return _collective("all_sync", mask, predicate)
 
     def any_sync(self, mask, predicate):
         """True if the predicate is true in some lane of ``mask``."""
+        mask, predicate = _used(mask), _used(predicate)
         _check_vote("any_sync", mask, predicate)
         return _collective("any_sync", mask, predicate)
 
     def eq_sync(self, mask, predicate):
         """True if the predicate is true in all lanes of ``mask`` or in none."""
+        mask, predicate = _used(mask), _used(predicate)
         _check_vote("eq_sync", mask, predicate)
         return _collective("eq_sync", mask, predicate)
 
     def match_any_sync(self, mask, value):
         """``np.uint32`` mask of the lanes in ``mask`` whose value equals the caller's."""
-        return _collective("match_any_sync", mask, value)
+        return _collective("match_any_sync", _used(mask), _used(value))
 
     def match_all_sync(self, mask, value):
         """``(mask, True)`` if every lane in ``mask`` has the same value, else ``(0, False)``."""
-        return _collective("match_all_sync", mask, value)
+        return _collective("match_all_sync", _used(mask), _used(value))
 
     def activemask(self):
         """``np.uint32`` mask of the lanes that call this ``activemask`` together.
@@ -587,9 +723,12 @@ def _track_threads(block_thread) -> None:
         warp, lane = _locate(self)
         with warp.cond:
             warp.threads[lane] = self
+        grab = _grab_kernel_frame(self)
         try:
             run(self)
         finally:
+            if grab is not None and sys.getprofile() is grab:
+                sys.setprofile(grab.previous)
             with warp.cond:
                 warp.exited |= 1 << lane
                 warp.cond.notify_all()
@@ -607,6 +746,25 @@ def _track_threads(block_thread) -> None:
 
     block_thread.run = tracked_run
     block_thread.syncthreads = counted_syncthreads
+
+
+def _grab_kernel_frame(thread):
+    """Keep the frame of the kernel function that ``thread`` runs, on the thread, to name the
+    line where a lane left the kernel (a finished frame keeps its last line). A profile
+    function that removes itself at the kernel's call; returned, or None."""
+    code = getattr(getattr(thread._manager, "_f", None), "__code__", None)
+    if code is None:
+        return None
+    previous = sys.getprofile()
+
+    def grab(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            thread.__dict__[_KERNEL_FRAME] = frame
+            sys.setprofile(previous)
+
+    grab.previous = previous
+    sys.setprofile(grab)
+    return grab
 
 
 def install() -> None:
