@@ -28,10 +28,13 @@ def check(exercise_id: str, namespace: dict | None = None, seed: int | None = No
 
 
 def explain_rules(lesson: str) -> None:
-    """Print the performance rules the GPU grader applies to a lesson's exercises."""
+    """Print the performance rules the GPU grader applies to a lesson's exercises, and for
+    an exercise without any, why it has none."""
     from grader.exercises import LESSONS
 
     for exercise in LESSONS[lesson]:
+        if not exercise.metric_rules and exercise.no_metric_rule:
+            print(f"{exercise.id}: no performance rule: {exercise.no_metric_rule}")
         for rule in exercise.metric_rules:
             print(f"{exercise.id}: {rule.describe()}\n    why: {rule.why} "
                   f"(tuned on {rule.tuned_on})")

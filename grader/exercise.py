@@ -77,6 +77,7 @@ class Exercise:
     points: float = 1.0
     needs: tuple[str, ...] = ()
     metric_rules: tuple[MetricRule, ...] = ()
+    no_metric_rule: str = ""  # without metric_rules: why none (e.g. "CPU-only: numpy")
     profile: Callable[[Mapping[str, Any]], None] | None = None
     profile_kernels: tuple[str, ...] = ()
     profile_skip: int = 1
@@ -94,11 +95,16 @@ def _is_student_frame(filename: str) -> bool:
     return filename.startswith("<cell") or not filename.startswith(_LIBRARY_DIRS)
 
 
-def with_metric_rules(exercises: tuple[Exercise, ...], metrics: Mapping[str, dict]):
+def with_metric_rules(exercises: tuple[Exercise, ...], metrics: Mapping[str, dict],
+                      no_rule: Mapping[str, str] | None = None):
     """The exercises with ``metrics[name]``'s rules, profile launch and profiled kernels
-    attached, where ``name`` is the part of the exercise id after the lesson prefix."""
+    attached, where ``name`` is the part of the exercise id after the lesson prefix; an
+    exercise without rules gets ``no_rule[name]``, why it has none."""
     def attach(ex: Exercise) -> Exercise:
-        spec = metrics.get(ex.id.split(".", 1)[1])
+        name = ex.id.split(".", 1)[1]
+        if no_rule and name in no_rule:
+            ex = replace(ex, no_metric_rule=no_rule[name])
+        spec = metrics.get(name)
         if spec is None:
             return ex
         return replace(ex, metric_rules=spec["rules"], profile=spec["profile"],
