@@ -83,6 +83,54 @@ def test_reader_matches_the_values_recorded_in_the_same_run(report):
         assert launch[metric] == pytest.approx(expected[metric]), metric
 
 
+# ncu's own reading of each report, captured on the GPU machine that recorded it
+# (``ncu --import REPORT --page raw --csv``, Nsight Compute 2025.3.1, NVIDIA H100, 2026-11-25):
+# the header row, the units row, then one row per profiled launch.
+CSV_SCALE = {"": 1.0, "inst": 1.0, "%": 1.0, "ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+CAPTURED = [p for p in REPORTS if p.with_suffix(".csv").exists()]
+
+
+def ncu_csv(path: Path) -> tuple[str, dict[str, float]]:
+    """The kernel name and every metric of the one launch in ncu's raw CSV, in ns / counts."""
+    import csv
+
+    with path.open(newline="") as f:
+        header, units, *launches = list(csv.reader(f))
+    (values,) = launches
+    metrics = {}
+    for name, unit, value in zip(header, units, values):
+        if unit in CSV_SCALE and "__" in name:
+            try:
+                metrics[name] = float(value.replace(",", "")) * CSV_SCALE[unit]
+            except ValueError:
+                continue
+    return values[header.index("Kernel Name")], metrics
+
+
+def test_every_report_has_ncu_s_own_reading_beside_it():
+    assert CAPTURED == REPORTS, sorted({p.name for p in REPORTS} - {p.name for p in CAPTURED})
+
+
+@pytest.mark.parametrize("report", CAPTURED, ids=lambda p: p.stem)
+def test_reader_agrees_with_ncu_s_own_reading_of_the_report(report):
+    exercise = get(report.stem.rsplit("-", 1)[0])
+    metrics = sorted({rule.metric for rule in exercise.metric_rules})
+    (launch,) = ncu.read_metrics(report, metrics)
+    kernel, captured = ncu_csv(report.with_suffix(".csv"))
+    assert launch["kernel"].split("[")[0] == kernel.split("[")[0]
+    for metric in metrics:
+        # the CSV prints 6 decimals in its own unit (e.g. 5.408000 us)
+        assert launch[metric] == pytest.approx(captured[metric], rel=1e-5, abs=1e-3), metric
+
+
+def test_csv_reading_converts_units(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text('"ID","Kernel Name","gpu__time_duration.sum","smsp__inst_executed.sum"\n'
+                    '"","","us","inst"\n"0","k[abc]","5.408000","9,093"\n')
+    assert ncu_csv(path) == ("k[abc]", {"gpu__time_duration.sum": 5408.0,
+                                         "smsp__inst_executed.sum": 9093.0})
+
+
 @pytest.mark.parametrize("exercise_id", sorted(RECORDED))
 def test_regression_guard_todays_bounds_on_the_recorded_solution_and_slow_variant(exercise_id):
     """Today's bounds against the ratios recorded on a GPU (which they were set from): the

@@ -181,7 +181,9 @@ def _manager_class():
 
         def __init__(self, *args, backend: str = "auto", **kwargs):
             super().__init__(*args, **kwargs)
-            shared = None if backend == "driver" else torch_allocator(self.context.device.id)
+            # numba makes one instance without a context to read interface_version
+            shared = (None if backend == "driver" or self.context is None
+                      else torch_allocator(self.context.device.id))
             if shared is None:
                 self.pool = BlockPool(self._driver_alloc, drv.driver.cuMemFree,
                                       on_pressure=empty_other_caches)
