@@ -22,9 +22,11 @@ import argparse
 import datetime
 import importlib
 import json
+import os
 import shutil
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,6 +70,18 @@ def graded_correct(ex, cells) -> tuple[bool, list[str]]:
     return result.passed, result.messages
 
 
+GRADING_PROCESSES = max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+def grade_all(ex, programs: dict[str, list[dict]]) -> dict[str, tuple[bool, list[str]]]:
+    """Grade every variant's output at once (each in its own process), while nothing is
+    being profiled: ncu's measurements are made afterwards, one process at a time."""
+    with ThreadPoolExecutor(GRADING_PROCESSES) as pool:
+        futures = {label: pool.submit(graded_correct, ex, cells)
+                   for label, cells in programs.items()}
+        return {label: future.result() for label, future in futures.items()}
+
+
 def profile(ex, cells, work: Path, label: str) -> dict | str:
     """The exercise's metrics for ``cells``, or why they could not be measured."""
     try:
@@ -89,8 +103,10 @@ def validate_exercise(ex, slow, correct_variants, reports: Path) -> tuple[dict, 
         for number, variant in enumerate(correct_variants, 1):
             groups[f"correct-{number}"] = (variant[0], variant_cells(ex, variant), True)
         runs = {}
+        verdicts = grade_all(ex, {label: cells for label, (_, cells, _) in groups.items()
+                                  if label != "solution"})
         for label, (description, cells, should_pass) in groups.items():
-            correct, messages = (True, []) if label == "solution" else graded_correct(ex, cells)
+            correct, messages = verdicts.get(label, (True, []))
             if not correct:
                 problems.append(f"{ex.id} {label} ({description}) is not correct: {messages}")
             student = profile(ex, cells, work, label)
