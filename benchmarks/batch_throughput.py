@@ -1,20 +1,28 @@
 """Throughput of ``grader batch``: a class of solution copies, some with planted bugs.
 
     python benchmarks/batch_throughput.py --out OUT_DIR [--copies 20] [--buggy 5]
-        [--workers N] [--mode auto|sim|gpu] [--lessons 02_reduction ...]
-        [-e EXERCISE_ID ...] [--no-metrics] [--no-sanitizers] [--timeout S]
+        [--workers N | --compare-workers N [N ...]] [--mode auto|sim|gpu]
+        [--lessons 02_reduction ...] [-e EXERCISE_ID ...] [--no-metrics]
+        [--no-sanitizers] [--timeout S]
 
 Builds a class in a temporary folder: COPIES students, each handing in the solution
 notebook of every lesson in LESSONS (one folder per student, as nbgrader's
 ``submitted/<student>/`` holds them); in BUGGY of them one exercise carries a bug the
 test suite plants (the ``BUGGY`` lists of tests/test_<lesson>_exercises.py, applied
 as ``benchmarks/buggy_variants.py`` applies them). Grades the class with
-:func:`grader.batch.grade_class` on the local cluster (one worker per GPU in gpu
-mode, per CPU core in sim mode, or ``--workers``), the way ``grader batch`` does, and
-records in OUT_DIR/batch_throughput.json and .md: wall time (cluster start included),
-exercises per minute, workers, device, and each student's verdict (clean copies must
-pass everything, a planted bug must fail its exercise). Exit code 1 if a verdict is
-wrong. The graded reports stay in OUT_DIR/grades/.
+:func:`grader.batch.grade_class` on the local cluster (sized by
+:mod:`grader.batch_cluster` from this machine, or ``--workers``), the way ``grader batch``
+does, and records in OUT_DIR/batch_throughput.json and .md: wall time (cluster start
+included), exercises per minute, workers (and the default for this machine), device,
+CPU-seconds per exercise by grading phase (:mod:`usage_sampling`; the exact total from
+the operating system beside the sampled phases), GPU utilisation and memory (NVML or
+nvidia-smi, where present), and each student's verdict (clean copies must pass
+everything, a planted bug must fail its exercise). Exit code 1 if a verdict is wrong.
+The graded reports stay in OUT_DIR/grades/.
+
+``--compare-workers 4 8`` grades the same class with the default cluster, then with 4
+and with 8 workers: each run in OUT_DIR/default/, OUT_DIR/workers-4/, ..., written as it
+finishes, and the comparison in OUT_DIR/compare_workers.json and .md.
 """
 
 from __future__ import annotations
@@ -94,12 +102,50 @@ def device(mode: str) -> dict:
     return {"name": device_name(), "gpus": gpu_count()}
 
 
+PHASES = ("check", "memcheck", "racecheck", "synccheck", "simulator", "profile", "worker",
+          "other")
+
+
+def cpu_section(by_phase: dict, total: float, client: float, exercises: int) -> dict:
+    """CPU seconds in all and per exercise: the exact total of the batch's processes, the
+    sampled split by phase (its sum falls short of the total by what sampling missed),
+    and this process (the Dask client and scheduler)."""
+    per = (lambda seconds: round(seconds / exercises, 2)) if exercises else (lambda _: None)
+    sampled = sum(p["cpu_seconds"] for p in by_phase.values())
+    return {"total_seconds": round(total, 2), "per_exercise": per(total),
+            "sampled_seconds": round(sampled, 2),
+            "sampled_share": round(sampled / total, 3) if total else None,
+            "client_seconds": round(client, 2), "client_per_exercise": per(client),
+            "by_phase": {name: {**entry, "per_exercise": per(entry["cpu_seconds"])}
+                         for name, entry in by_phase.items()}}
+
+
+def cpu_line(cpu: dict) -> str:
+    phases = sorted(cpu["by_phase"].items(), key=lambda item: PHASES.index(item[0])
+                    if item[0] in PHASES else len(PHASES))
+    split = ", ".join(f"{name} {entry['per_exercise']}" for name, entry in phases)
+    return (f"CPU: {cpu['per_exercise']} core-seconds per exercise in the batch's processes "
+            f"({split}; sampled {cpu['sampled_share']:.0%} of it), {cpu['client_per_exercise']}"
+            f" in the client" if cpu["per_exercise"] is not None else "CPU: no exercise graded")
+
+
+def gpu_line(gpu: dict) -> str:
+    if not gpu.get("measured"):
+        return f"GPU: not measured ({gpu.get('reason', 'no samples')})"
+    return "GPU: " + "; ".join(
+        f"GPU {i} busy {g['mean_utilisation_pct']}% on average (peak {g['max_utilisation_pct']}"
+        f"%), memory used up to {g['max_memory_used_mib']:.0f} MiB (before: "
+        f"{g['memory_used_before_mib']:.0f} MiB)" for i, g in gpu["gpus"].items())
+
+
 def table(record: dict) -> str:
     lines = [f"{record['device']['name']} ({record['device']['gpus']} GPUs), "
-             f"{record['date']}, {record['mode']} mode, {record['workers']} workers: "
-             f"{record['exercises']} exercises in {record['notebooks']} notebooks graded in "
+             f"{record['date']}, {record['mode']} mode, {record['workers']} workers "
+             f"(default here: {record['default_workers']}; {record['machine']['cores']} cores):"
+             f" {record['exercises']} exercises in {record['notebooks']} notebooks graded in "
              f"{record['wall_seconds']:.1f} s = **{record['exercises_per_minute']:.1f} "
              f"exercises/min** ({record['notebooks_per_minute']:.2f} notebooks/min)", "",
+             cpu_line(record["cpu"]), "", gpu_line(record["gpu"]), "",
              "| student | planted bug | score | failed | verdict |",
              "| --- | --- | --- | --- | --- |"]
     for name, row in record["students"].items():
@@ -109,6 +155,81 @@ def table(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def measure(submitted: Path, out: Path, bugs: dict, mode: str, options,
+            workers: int | None) -> dict:
+    """Grade the class in ``submitted`` into ``out/grades`` and record the run in ``out``."""
+    from rich.console import Console
+    from usage_sampling import (
+        GpuSampler,
+        ProcessSampler,
+        children_cpu_seconds,
+        self_cpu_seconds,
+    )
+
+    from grader.batch import grade_class
+    from grader.batch_cluster import Machine, default_workers
+
+    out.mkdir(parents=True, exist_ok=True)
+    grades = out / "grades"
+    shutil.rmtree(grades, ignore_errors=True)  # a fresh measurement: nothing to reuse
+    machine = Machine.detect(mode)
+    with GpuSampler() as gpus, ProcessSampler(mode, ignore=gpus.pids) as processes:
+        children, client = children_cpu_seconds(), self_cpu_seconds()
+        start = time.monotonic()
+        result = grade_class(submitted, grades, mode=mode, exercises=options.exercise,
+                             metrics=not options.no_metrics,
+                             sanitizers=not options.no_sanitizers, timeout=options.timeout,
+                             workers=workers, console=Console())
+        wall = time.monotonic() - start
+        children = children_cpu_seconds() - children  # the cluster is closed: all reaped
+        client = self_cpu_seconds() - client
+    students = {s: verdict(_report(grades / f"{s}.json"), bug) for s, bug in bugs.items()}
+    record = {
+        "date": datetime.date.today().isoformat(), "host": platform.node(),
+        "device": device(mode), "mode": mode, "workers": result.workers,
+        "workers_option": workers, "default_workers": sum(default_workers(mode, machine)),
+        "machine": {"cores": machine.cores, "memory_gib": round(machine.memory / 2**30, 1),
+                    "gpus": [{"visible_as": name, "memory_gib": round(size / 2**30, 1)}
+                             for name, size in machine.gpus]},
+        "copies": options.copies, "buggy": options.buggy, "lessons": options.lessons,
+        "exercise_filter": options.exercise, "metrics": not options.no_metrics,
+        "sanitizers": not options.no_sanitizers, "timeout": options.timeout,
+        "notebooks": result.submissions, "exercises": result.exercises,
+        "wall_seconds": round(wall, 2), "batch_seconds": result.seconds,
+        "exercises_per_minute": round(result.exercises / wall * 60, 2),
+        "notebooks_per_minute": round(len(result.graded) / wall * 60, 3),
+        "cpu": cpu_section(processes.by_phase(), children, client, result.exercises),
+        "gpu": gpus.summary(),
+        "not_graded": result.errors, "interrupted": result.interrupted,
+        "students": students,
+    }
+    (out / "batch_throughput.json").write_text(json.dumps(record, indent=1) + "\n")
+    text = table(record)
+    (out / "batch_throughput.md").write_text(text)
+    print(text, flush=True)
+    return record
+
+
+def comparison(records: dict[str, dict]) -> str:
+    best = max(r["exercises_per_minute"] for r in records.values())
+    lines = ["| run | workers | exercises/min | of the best | wall s | CPU-s per exercise | "
+             "GPU busy (mean %) | verdicts |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for label, r in records.items():
+        busy = ", ".join(f"{g['mean_utilisation_pct']}" for g in r["gpu"].get("gpus", {})
+                         .values()) or "n/a"
+        wrong = [s for s, row in r["students"].items() if not row["ok"]]
+        lines.append(f"| {label} | {r['workers']} | {r['exercises_per_minute']:.1f} | "
+                     f"{r['exercises_per_minute'] / best:.0%} | {r['wall_seconds']:.1f} | "
+                     f"{r['cpu']['per_exercise']} | {busy} | "
+                     f"{'all right' if not wrong else 'WRONG: ' + ', '.join(wrong)} |")
+    first = next(iter(records.values()))
+    head = (f"{first['device']['name']} ({first['device']['gpus']} GPUs, "
+            f"{first['machine']['cores']} cores), {first['date']}, {first['mode']} mode, "
+            f"{first['notebooks']} notebooks ({', '.join(first['lessons'])}), the same class "
+            f"each run")
+    return head + "\n\n" + "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -116,6 +237,8 @@ def main() -> int:
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--buggy", type=int, default=5)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--compare-workers", type=int, nargs="+", default=None, metavar="N",
+                        help="after a run with the default cluster, one run per worker count")
     parser.add_argument("--mode", default="auto", choices=("auto", "sim", "gpu"))
     parser.add_argument("--lessons", nargs="+", default=list(LESSONS), choices=LESSONS)
     parser.add_argument("-e", "--exercise", action="append", default=[])
@@ -125,48 +248,39 @@ def main() -> int:
     options = parser.parse_args()
     if not 0 <= options.buggy <= options.copies:
         parser.error("--buggy must be between 0 and --copies")
+    if options.workers and options.compare_workers:
+        parser.error("--compare-workers runs the default first, then each count: "
+                     "leave out --workers")
 
-    from rich.console import Console
-
-    from grader.batch import grade_class
     from workbook.mode import resolve
 
     mode = resolve(options.mode)
     options.out.mkdir(parents=True, exist_ok=True)
-    grades = options.out / "grades"
-    shutil.rmtree(grades, ignore_errors=True)  # a fresh measurement: nothing to reuse
+    runs = ({"default": None} | {f"workers-{n}": n for n in options.compare_workers}
+            if options.compare_workers else {"": options.workers})
+    records = {}
     with tempfile.TemporaryDirectory(prefix="batch-throughput-") as tmp:
         submitted = Path(tmp) / "submitted"
         bugs = build_class(submitted, options.lessons, options.copies, options.buggy, mode,
                            options.exercise)
-        start = time.monotonic()
-        result = grade_class(submitted, grades, mode=mode, exercises=options.exercise,
-                             metrics=not options.no_metrics,
-                             sanitizers=not options.no_sanitizers, timeout=options.timeout,
-                             workers=options.workers, console=Console())
-        wall = time.monotonic() - start
-    students = {s: verdict(_report(grades / f"{s}.json"), bug) for s, bug in bugs.items()}
-    record = {
-        "date": datetime.date.today().isoformat(), "host": platform.node(),
-        "device": device(mode), "mode": mode, "workers": result.workers,
-        "copies": options.copies, "buggy": options.buggy, "lessons": options.lessons,
-        "exercise_filter": options.exercise, "metrics": not options.no_metrics,
-        "sanitizers": not options.no_sanitizers, "timeout": options.timeout,
-        "notebooks": result.submissions, "exercises": result.exercises,
-        "wall_seconds": round(wall, 2), "batch_seconds": result.seconds,
-        "exercises_per_minute": round(result.exercises / wall * 60, 2),
-        "notebooks_per_minute": round(len(result.graded) / wall * 60, 3),
-        "not_graded": result.errors, "interrupted": result.interrupted,
-        "students": students,
-    }
-    (options.out / "batch_throughput.json").write_text(json.dumps(record, indent=1) + "\n")
-    text = table(record)
-    (options.out / "batch_throughput.md").write_text(text)
-    print(text)
-    wrong = [s for s, row in students.items() if not row["ok"]]
+        for label, workers in runs.items():
+            records[label or "run"] = record = measure(submitted, options.out / label, bugs,
+                                                       mode, options, workers)
+            if record["interrupted"]:
+                break
+    if options.compare_workers:
+        text = comparison(records)
+        (options.out / "compare_workers.json").write_text(json.dumps(
+            {label: {k: r[k] for k in ("workers", "workers_option", "default_workers",
+                                       "exercises_per_minute", "wall_seconds", "cpu", "gpu")}
+             for label, r in records.items()}, indent=1) + "\n")
+        (options.out / "compare_workers.md").write_text(text)
+        print(text)
+    wrong = [f"{label}: {s}" for label, r in records.items()
+             for s, row in r["students"].items() if not row["ok"]]
     if wrong:
         print(f"wrong verdicts: {', '.join(wrong)}")
-    return 1 if wrong or result.interrupted else 0
+    return 1 if wrong or any(r["interrupted"] for r in records.values()) else 0
 
 
 if __name__ == "__main__":
