@@ -191,6 +191,35 @@ def blocks_overwrite(out):
         out[0] = cuda.blockIdx.x
 
 
+@cuda.jit
+def blocks_read_a_neighbour(out, seen):
+    b = cuda.blockIdx.x
+    if cuda.threadIdx.x == 0:
+        out[b] = b + 1
+        if b > 0:
+            seen[b] = out[b - 1]  # what another block writes, in the same launch
+
+
+@cuda.jit
+def counter_zeroed_without_a_barrier(count):
+    if cuda.threadIdx.x == 0:
+        count[0] = 0
+    else:
+        cuda.atomic.add(count, 0, 1)  # may come before thread 0 zeroes the counter
+
+
+@cuda.jit
+def histogram_without_atomics(keys, bins):
+    k = keys[cuda.threadIdx.x]
+    bins[k] += 1  # several threads run this on one bin
+
+
+@cuda.jit
+def flag_set_by_every_thread(values, flag):
+    if values[cuda.threadIdx.x] > 0:
+        flag[0] = 1
+
+
 # ---------------------------------------------------------------------------
 # Correct kernels
 
@@ -376,6 +405,50 @@ def test_blocks_writing_one_watched_element_race():
     out = watch(cuda.to_device(np.zeros(1, np.int32)), "result")
     message = fails(blocks_overwrite, 3, 4, out, error=GlobalRaceError)
     assert "data race on result[0] between blocks" in message
+    assert "no barrier can help" in message and "cuda.atomic" in message
+
+
+# The hint follows from the kind of race (sanitizer.race_hint, global_races).
+
+
+@SIM
+def test_a_block_reading_what_another_writes_is_told_to_use_a_second_launch():
+    out = watch(cuda.to_device(np.zeros(3, np.int32)), "partials")
+    message = fails(blocks_read_a_neighbour, 3, 4, out, np.zeros(3, np.int32),
+                    error=GlobalRaceError)
+    assert "data race on partials[0] between blocks" in message
+    assert "no barrier can help" in message and "second kernel launch" in message
+
+
+@SIM
+def test_a_missing_barrier_between_a_write_and_a_read_is_told_so():
+    message = fails(missing_barrier, 1, 64, np.zeros(64, np.float32), error=RaceError)
+    assert ("missing cuda.syncthreads()? The write and the read can come in either order: "
+            "put a cuda.syncthreads() between the two statements") in message
+
+
+@SIM
+def test_a_counter_zeroed_without_a_barrier_wants_a_barrier():
+    message = fails(counter_zeroed_without_a_barrier, 1, 8, np.zeros(1, np.int32),
+                    error=RaceError)
+    assert "missing cuda.syncthreads()?" in message and "An atomic and a plain access" in message
+
+
+@SIM
+def test_a_plain_read_modify_write_by_many_threads_wants_an_atomic():
+    keys = np.array([0, 1, 0, 2, 0, 1, 2, 0], np.int32)
+    message = fails(histogram_without_atomics, 1, 8, keys, np.zeros(3, np.int32),
+                    error=RaceError)
+    assert "both threads run the same read-modify-write of bins[" in message
+    assert "cuda.atomic.add for +=" in message and "missing cuda.syncthreads()" not in message
+
+
+@SIM
+def test_a_flag_set_by_many_threads_is_named_benign_in_practice():
+    message = fails(flag_set_by_every_thread, 1, 8, np.ones(8, np.int32),
+                    np.zeros(1, np.int32), error=RaceError)
+    assert "both threads store to flag[0] in the same statement" in message
+    assert "right on a GPU in practice" in message and "missing cuda.syncthreads()" not in message
 
 
 # ---------------------------------------------------------------------------

@@ -637,16 +637,13 @@ def race_hint(expr: str, first, second, one_warp: bool = False) -> str:
                 "(setting the element up, or reading the final value), put a "
                 "cuda.syncthreads() between the steps; if it belongs to the same step, make "
                 "it atomic too.")
-    if first[1] == WRITE and second[1] == READ:
-        what = ("The read can come before the write: a cuda.syncthreads() between the write "
-                "and the read orders them.")
-    elif first[1] == READ:
-        what = ("The write can overwrite the value before it is read: a cuda.syncthreads() "
-                "between the read and the write orders them (in a loop: before the next step "
-                "writes).")
+    if READ in kinds:
+        what = ("The write and the read can come in either order: put a cuda.syncthreads() "
+                "between the two statements (in a loop, also before the next step overwrites "
+                "what this step reads).")
     else:
-        what = ("The two writes can land in either order: a cuda.syncthreads() between them "
-                "orders them.")
+        what = ("The two writes can land in either order: a cuda.syncthreads() between the "
+                "two statements orders them.")
     hint = f"missing cuda.syncthreads()?{warp} {what}"
     if _same_line(first[2], second[2]):
         hint += (" If both belong to one step, no two threads of a step may touch one "

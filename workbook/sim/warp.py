@@ -58,6 +58,7 @@ from __future__ import annotations
 import functools
 import linecache
 import os
+import re
 import sys
 import threading
 import time
@@ -321,9 +322,14 @@ def _exit_error(warp, lane, thread, arrival):
     stored = other.__dict__.get(_ROOT)
     if stored is not None:
         return _stop(thread, stored[0], [*stored[1], me], type(exc))
-    root = f"{_where(warp, lane, thread)}, named in {arrival.describe()}, stopped with " \
-           f"{type(exc).__name__}: {exc}"
+    # the error that stopped the lane is the root: its own message first (without the
+    # simulator's thread prefix), then who was waiting for that lane
+    text = _THREAD_PREFIX.sub("", str(exc), count=1)
+    root = f"{text}\n  (raised in {_where(warp, lane, thread)}, named in {arrival.describe()})"
     return _stop(thread, root, [me], type(exc))
+
+
+_THREAD_PREFIX = re.compile(r"^tid=\[[^\]]*\] ctaid=\[[^\]]*\]: ")
 
 
 def _doing(warp: _Warp, lane: int) -> str:
