@@ -31,8 +31,14 @@ SIM = pytest.mark.sim_only  # kernels that never end: on a GPU they could not be
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "02_reduction"
-BOUND = 2  # seconds per case in these tests (WORKBOOK_CHECK_TIMEOUT)
-SLACK = 6  # for stopping the threads and a busy two-core machine
+# seconds per case in these tests (WORKBOOK_CHECK_TIMEOUT): a hanging case costs this much,
+# and the correct cases before it must finish within it on a loaded two-core machine too (a
+# case takes well under a second alone)
+BOUND = 5
+# An upper bound on stopping the threads after the bound, loose enough for a loaded two-core
+# machine: what it guards against is a check that is never stopped (it would run on to the
+# grader's own process timeout, or forever)
+SLACK = 30
 NO_STRIDE_UPDATE = ("        stride *= 2\n", "")  # the loop of reduction.simple never advances
 
 
@@ -201,6 +207,9 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+INTERRUPT_SECONDS = 20  # an interrupt stops a kernel well within this (1-2 s on an idle machine)
+
+
 INTERRUPTED = r"""
 import json, sys, threading
 sys.path.insert(0, sys.argv[1])
@@ -273,7 +282,9 @@ def test_interrupt_stops_a_running_kernel_and_the_next_ones_run(tmp_path):
         proc.kill()
         proc.stdout.close()
     assert len(delays) == 2, "".join(lines)
-    assert max(delays) < 3, delays
+    # the check's own bound is 120 s here: an interrupt that did not stop the kernel would
+    # take that long; a loaded machine can take several seconds to stop 32 threads
+    assert max(delays) < INTERRUPT_SECONDS, delays
     assert "Exception in thread" not in "".join(lines), "stopped threads must end silently"
 
 
