@@ -9,44 +9,23 @@ local array whose size is not a constant of the kernel, types of atomics, unsupp
 calls); this finds it before a GPU run does. ``variants`` compiles the kernels that
 ``benchmarks/metric_rules.py`` profiles, for the solution and for every correct and slow
 variant. Runs in its own process: numba chooses the simulator or the compiler once per
-process. Prints a line per kernel; exit code 1 if one does not compile.
+process (the compiler comes from :mod:`grader.gpu_compile.target`, which the grader's
+compile step uses too). Prints a line per kernel; exit code 1 if one does not compile.
 """
 
-import importlib.util
-import os
+import importlib
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CC = (9, 0)
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-
-def gpu_mode_without_a_gpu():
-    """Import the workbook in gpu mode although the driver reports no GPU."""
-    os.environ["WORKBOOK_MODE"] = "gpu"
-    os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
-    spec = importlib.util.spec_from_file_location("workbook.mode", ROOT / "workbook/mode.py")
-    mode = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mode)
-    mode.gpu_count = lambda: 1
-    sys.modules["workbook.mode"] = mode
-    import workbook
-
-    assert workbook.MODE == "gpu"
-    from numba.cuda import dispatcher
-
-    class Device:  # device functions compile for the current device's cc: this one
-        compute_capability = CC
-
-    dispatcher.get_current_device = Device
-    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from grader.gpu_compile import target  # noqa: E402  (imports no numba)
 
 
 def compile_kernel(label: str, kernel, signature: str) -> bool:
-    from numba import cuda
-
     try:
-        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=CC)
+        ptx = target.compile_kernel(kernel.py_func, signature)
     except Exception as exc:  # the compiler's error is the finding
         print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[:600]}", flush=True)
         return False
@@ -78,6 +57,7 @@ ROWS = "void(float32[:, ::1], float32[:, ::1])"
 NORM = (f"void(float32[:, ::1], {F32}, {F32}, boolean, float32, float32[:, ::1], {F32}, "
         f"{F32})")
 STATS = "void(int32[::1], int64, int64, " + ", ".join(["int32[::1]"] * 5 + ["int64[::1]"] * 2) + ")"
+GEMM = "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"
 
 
 def _softmax_warp(ns):
@@ -97,6 +77,7 @@ def _softmax_block(factory):
 
 # exercise id -> (the kernel it profiles, made from the cells' namespace; its signature)
 PROFILED = {
+    "ldmatrix.gemm": (lambda ns: ns["gemm_kernel"], GEMM),
     "reduction.convergent": (lambda ns: ns["convergent_sum_kernel"], ONE_BLOCK),
     "reduction.shared": (lambda ns: ns["shared_sum_kernel"], ONE_BLOCK),
     "reduction.segmented": (lambda ns: ns["segmented_sum_kernel"], GRID),
@@ -132,7 +113,7 @@ def variant_kernels() -> bool:
 
 
 if __name__ == "__main__":
-    gpu_mode_without_a_gpu()
+    target.use_real_compiler()
     done = (variant_kernels() if sys.argv[1:] == ["variants"]
             else solution_kernels(sys.argv[1], sys.argv[2:]))
     sys.exit(0 if done else 1)
