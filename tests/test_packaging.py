@@ -90,3 +90,29 @@ def test_code_is_ruff_clean():
     ruff = shutil.which("ruff") or str(ROOT / ".venv/bin/ruff")
     result = subprocess.run([ruff, "check", "."], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's anchors for the headings of a markdown text (outside code blocks)."""
+    text = re.sub(r"```.*?```", "", markdown, flags=re.S)
+    headings = re.findall(r"^#+ (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_documents_link_to_what_exists():
+    """Relative links of the README and docs/ name files that exist, and headings there."""
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert len(documents) >= 3
+    broken = []
+    for document in documents:
+        text = re.sub(r"```.*?```", "", document.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            path, _, anchor = target.partition("#")
+            linked = (document.parent / path).resolve() if path else document
+            if not linked.exists():
+                broken.append(f"{document.name}: {target} (no such file)")
+            elif anchor and anchor not in _anchors(linked.read_text()):
+                broken.append(f"{document.name}: {target} (no such heading)")
+    assert not broken, broken
