@@ -17,6 +17,7 @@ NO_CVTA = "static_cast<unsigned int>(reinterpret_cast<unsigned long long>(row))"
 
 REJECTED = "rejected code"  # what the grader reads in the CUDA C or its PTX before a launch
 WRONG = "wrong result"
+NO_INSTRUCTION = REJECTED  # code without the instruction the exercise is about (counted as it runs)
 
 # (exercise, bug, text in the solution, replacement, expected rejection: (kind, words in the
 # message) with kind a key of BUG_STATUSES, or a dict of them by mode)
@@ -110,6 +111,64 @@ BUGGY = [
          "d4, d5, d6, d7)\n        cuda.syncthreads()\n", "d4, d5, d6, d7)\n"),
         ("swizzle", "ldmatrix", "    cuda.syncthreads()\n    row = lane % 16",
          "    row = lane % 16"),
+    ]),
+    # Fragments assembled from ordinary shared-memory loads give the right numbers without the
+    # instruction the exercise is about: the simulator counts the instructions each launch
+    # executes (on a GPU the SASS check, where a disassembler is installed, and the metric
+    # rule of ldmatrix.gemm catch them)
+    *(pytest.param(exercise, bug, old, new, (NO_INSTRUCTION, words), marks=SIM)
+      for exercise, bug, old, new, words in [
+        ("x1", "registers from scalar shared-memory loads",
+         "    out[lane] = ldmatrix_x1(tile[lane % 8, :].ctypes)\n",
+         "    g, c = lane // 4, 2 * (lane % 4)\n"
+         "    out[lane] = uint32(tile[g, c]) | (uint32(tile[g, c + 1]) << 16)\n",
+         "ldmatrix_x1_kernel issued 0 ldmatrix instructions"),
+        ("stmatrix", "round trip through ordinary loads and stores",
+         "    r0, r1, r2, r3 = ldmatrix_x4(src[lane % 16, 8 * (lane // 16):].ctypes)\n"
+         "    stmatrix_x4(dst[lane % 16, 8 * (lane // 16):].ctypes, r0, r1, r2, r3)\n",
+         "    for i in range(8):\n"
+         "        e = lane + 32 * i\n"
+         "        dst[e // 16, e % 16] = src[e // 16, e % 16]\n",
+         "roundtrip_kernel issued 0 ldmatrix instructions"),
+        ("mma", "B's fragments from scalar shared-memory loads",
+         "    b0, b1 = ldmatrix_x2_trans(tile_b[lane % 16, :].ctypes)\n",
+         "    k, n = 2 * (lane % 4), lane // 4\n"
+         "    b0 = uint32(uint32(tile_b[k, n]) | (uint32(tile_b[k + 1, n]) << 16))\n"
+         "    b1 = uint32(uint32(tile_b[k + 8, n]) | (uint32(tile_b[k + 9, n]) << 16))\n",
+         "mma_tile_kernel issued 1 ldmatrix instruction (counted by the simulator as it ran), "
+         "expected at least 2"),
+        # as the lesson's gemm_scalar_kernel
+        ("gemm", "fragments from scalar shared-memory loads",
+         "            a0, a1, a2, a3 = ldmatrix_x4(tile_a[wm + lane % 16, kk + 8 * (lane // 16):]"
+         ".ctypes)\n"
+         "            b0, b1 = ldmatrix_x2_trans(tile_b[kk + lane % 16, wn:].ctypes)\n"
+         "            b2, b3 = ldmatrix_x2_trans(tile_b[kk + lane % 16, wn + 8:].ctypes)\n",
+         "            g, t2 = lane // 4, 2 * (lane % 4)\n"
+         "            i, k, n = wm + g, kk + t2, wn + g\n"
+         "            a0 = uint32(tile_a[i, k]) | (uint32(tile_a[i, k + 1]) << 16)\n"
+         "            a1 = uint32(tile_a[i + 8, k]) | (uint32(tile_a[i + 8, k + 1]) << 16)\n"
+         "            a2 = uint32(tile_a[i, k + 8]) | (uint32(tile_a[i, k + 9]) << 16)\n"
+         "            a3 = uint32(tile_a[i + 8, k + 8]) | (uint32(tile_a[i + 8, k + 9]) << 16)\n"
+         "            b0 = uint32(tile_b[k, n]) | (uint32(tile_b[k + 1, n]) << 16)\n"
+         "            b1 = uint32(tile_b[k + 8, n]) | (uint32(tile_b[k + 9, n]) << 16)\n"
+         "            b2 = uint32(tile_b[k, n + 8]) | (uint32(tile_b[k + 1, n + 8]) << 16)\n"
+         "            b3 = uint32(tile_b[k + 8, n + 8]) | (uint32(tile_b[k + 9, n + 8]) << 16)\n",
+         "gemm_kernel issued 0 ldmatrix instructions"),
+        # the metric rule's slow variant: 8 of the reference's 24 on the first case, 32x32x32
+        ("gemm", "B's fragments from scalar shared-memory loads",
+         *ldmatrix.SLOW_VARIANTS["ldmatrix.gemm"][1:],
+         "gemm_kernel issued 8 ldmatrix instructions (counted by the simulator as it ran), "
+         "expected at least 10"),
+        ("swizzle", "fragments from scalar loads of the swizzled tile",
+         "        r0, r1, r2, r3 = ldmatrix_x4(tile[row, swizzle(row, col):].ctypes)\n",
+         "        g, c = lane // 4, 16 * s + 2 * (lane % 4)\n"
+         "        p0, p1, p2, p3 = (swizzle(g, c), swizzle(g + 8, c), swizzle(g, c + 8),\n"
+         "                          swizzle(g + 8, c + 8))\n"
+         "        r0 = uint32(tile[g, p0]) | (uint32(tile[g, p0 + 1]) << 16)\n"
+         "        r1 = uint32(tile[g + 8, p1]) | (uint32(tile[g + 8, p1 + 1]) << 16)\n"
+         "        r2 = uint32(tile[g, p2]) | (uint32(tile[g, p2 + 1]) << 16)\n"
+         "        r3 = uint32(tile[g + 8, p3]) | (uint32(tile[g + 8, p3 + 1]) << 16)\n",
+         "swizzled_fragments_kernel issued 0 ldmatrix instructions"),
     ]),
 ]
 

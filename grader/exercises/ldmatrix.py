@@ -5,9 +5,13 @@ with ptxas on the CPU (:mod:`workbook.ptx`), checks numba's foreign-function
 ABI and that the function contains the intended instruction (``ldmatrix .x1``
 without ``.trans``, ``cvta.to.shared`` before it, ...). Then the kernels run:
 on the GPU, or in the simulator where the PTX itself is executed
-(:mod:`workbook.sim.foreign`). On a GPU the compiled kernel's SASS must also
-contain the instruction (``LDSM``, ``STSM``, ``HMMA``) when a disassembler is
-available.
+(:mod:`workbook.sim.foreign`). Each kernel must issue the instruction its exercise
+is about (:func:`expect_instructions`): the simulator counts the ``ldmatrix``,
+``stmatrix`` and ``mma`` it executes, and on a GPU the compiled SASS must contain
+``LDSM``, ``STSM``, ``HMMA`` where a disassembler is installed; fragments assembled
+from ordinary shared-memory loads give the same numbers without the instruction. On
+a GPU with Nsight Compute the metric rules of ``mma`` and ``gemm`` count the
+instructions executed as well.
 
 Input matrices hold distinct values, so that a wrong fragment can be traced to
 the element it came from. float16 results are compared with a float64 numpy
@@ -18,6 +22,7 @@ inputs must come out exact.
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -84,26 +89,55 @@ def check_sources(ns, *names: str) -> None:
         check_c(ns, name, function, nargs, requires)
 
 
+# The instructions of the lesson: SASS opcode -> the PTX instruction, the name under which
+# the simulator's emulation counts it (workbook.sim.foreign.stats())
+INSTRUCTIONS = {"LDSM": "ldmatrix", "STSM": "stmatrix", "HMMA": "mma"}
+SCALAR_LOADS = ("fragments assembled from ordinary shared-memory loads hold the same values but "
+                "skip the instruction this exercise is about")
+
 _sass_checked: set[int] = set()
 
 
-def expect_sass(kernel, mode: str, **minimum: int) -> None:
-    """On a GPU: the kernel's SASS has at least ``minimum[op]`` of each opcode (skipped when
-    no disassembler is installed)."""
-    if mode != "gpu" or id(kernel) in _sass_checked:
-        return
-    from workbook import ptx
+def _name(kernel) -> str:
+    return getattr(getattr(kernel, "py_func", kernel), "__name__", "the kernel")
 
-    text = ptx.sass(kernel)
-    if text is None:
-        return
-    counts = ptx.count_sass(text, tuple(minimum))
+
+def emulated_stats() -> dict[str, dict[str, int]]:
+    """The simulator's counts for the launch just made (see :func:`_launch`)."""
+    from workbook.sim import foreign
+
+    return foreign.stats()
+
+
+def expect_instructions(kernel, mode: str, why: str, executed: dict | None = None,
+                        **minimum: int) -> None:
+    """``kernel`` issues at least ``minimum[op]`` instructions of each SASS opcode ``op``
+    (a key of :data:`INSTRUCTIONS`). In the simulator: warp-wide executions in the launch
+    just made, as the emulation counted them, at least ``executed[op]`` where given (for a
+    kernel whose instructions sit in loops). On a GPU: instructions in the compiled SASS
+    (skipped where no disassembler is installed). ``why`` says what the reference issues."""
+    if mode == "sim":
+        stats = emulated_stats()
+        minimum = {**minimum, **(executed or {})}
+        got = {op: stats.get(INSTRUCTIONS[op], {}).get("instructions", 0) for op in minimum}
+        found = "issued {n} {instruction} instruction{s} (counted by the simulator as it ran)"
+    else:
+        if id(kernel) in _sass_checked:
+            return
+        from workbook import ptx
+
+        text = ptx.sass(kernel)
+        if text is None:
+            return
+        got = ptx.count_sass(text, tuple(minimum))
+        found = "has {n} {op} ({instruction}) instruction{s} in its compiled SASS"
     for op, least in minimum.items():
-        if counts[op] < least:
-            raise Mismatch(
-                f"the compiled kernel's SASS has {counts[op]} {op} instruction(s), expected at "
-                f"least {least}: the foreign function does not use the intended instruction")
-    _sass_checked.add(id(kernel))
+        if got[op] < least:
+            what = found.format(n=got[op], op=op, instruction=INSTRUCTIONS[op],
+                                s="" if got[op] == 1 else "s")
+            raise Mismatch(f"{_name(kernel)} {what}, expected at least {least}: {why}")
+    if mode != "sim":
+        _sass_checked.add(id(kernel))
 
 
 # --- inputs ---------------------------------------------------------------------------------
@@ -139,6 +173,12 @@ def _zeros(shape, dtype, fill=0):
 
 
 def _launch(kernel, grid, block, *args):
+    """Launch and wait. In the simulator the emulation's counts start again from zero, so that
+    :func:`expect_instructions` and :func:`emulated_stats` see this launch's."""
+    if L.cuda().config.ENABLE_CUDASIM:
+        from workbook.sim import foreign
+
+        foreign.reset_stats()
     kernel[grid, block](*args)
     L.cuda().synchronize()
 
@@ -254,12 +294,13 @@ def _verify_predict(got, expected, inputs, mode):
 
 # --- exercises 3-5: ldmatrix ----------------------------------------------------------------
 
-def _run_ldmatrix(kernel: str, source: str, regs: int):
+def _run_ldmatrix(kernel: str, source: str, regs: int, instruction: str):
     def run(ns, inputs, mode):
         check_sources(ns, source)
         out = _zeros((32, regs), np.uint32)
         _launch(ns[kernel], 1, 32, _device(inputs["m"]), out)
-        expect_sass(ns[kernel], mode, LDSM=1)
+        expect_instructions(ns[kernel], mode, f"the reference loads the registers with one "
+                            f"{instruction} per warp; {SCALAR_LOADS}", LDSM=1)
         return out.copy_to_host()
 
     return run
@@ -295,9 +336,14 @@ def _run_stmatrix(ns, inputs, mode):
     check_sources(ns, "LDMATRIX_X4_CU", "STMATRIX_CU")
     stored = _zeros((16, 16), np.uint16)
     _launch(ns["stmatrix_x4_kernel"], 1, 32, _device(inputs["frags"]), stored)
-    expect_sass(ns["stmatrix_x4_kernel"], mode, STSM=1)
+    expect_instructions(ns["stmatrix_x4_kernel"], mode, "the reference stores the fragments "
+                        "with one stmatrix .x4 per warp; registers written to shared memory "
+                        "element by element give the same tile without it", STSM=1)
     round_trip = _zeros((16, 16), np.uint16)
     _launch(ns["roundtrip_kernel"], 1, 32, _device(inputs["m"]), round_trip)
+    expect_instructions(ns["roundtrip_kernel"], mode, "the round trip is one ldmatrix .x4 "
+                        "and one stmatrix .x4 per warp; a copy through ordinary loads and "
+                        "stores gives the same tile without them", LDSM=1, STSM=1)
     return stored.copy_to_host(), round_trip.copy_to_host()
 
 
@@ -384,12 +430,41 @@ def expect_gemm(got, expected, inputs, what: str) -> None:
                    + " ".join(hints))
 
 
+MMA_USES = ("the reference loads A's fragments with one ldmatrix .x4 and B's with one ldmatrix "
+            f".x2.trans, then issues one mma.m16n8k16; {SCALAR_LOADS}")
+
+# A GEMM's ldmatrix and mma counts, as shares of the reference's, which issues per warp and
+# 16-wide step of k one ldmatrix .x4 (A), two .x2.trans (B) and two mma.m16n8k16: 3
+# ldmatrix per 2 mma. Loading B with one .x4 issues 2 (0.67 of it), two warps computing
+# 32x16 tiles 0.5; B's fragments from scalar loads 1 (0.33), both none. Every tensor-core
+# GEMM issues M*N*K/2048 mma. The simulator and the GPU's metric rules hold a kernel to the
+# same shares.
+LDSM_SHARE = 0.4
+HMMA_SHARE = 0.75
+COUNTED = "the reference's own count in the same run (an instruction count: the same on any GPU)"
+
+
+def gemm_instructions(m: int, n: int, k: int) -> tuple[dict, str]:
+    """The least ldmatrix and mma a correct ``m x n x k`` GEMM issues (for
+    :func:`expect_instructions`), and why."""
+    mmas = m * n * k // 2048
+    ldsm = 3 * mmas // 2
+    least = {"LDSM": max(1, math.ceil(LDSM_SHARE * ldsm)),
+             "HMMA": max(1, math.ceil(HMMA_SHARE * mmas))}
+    why = (f"the reference issues {ldsm} ldmatrix and {mmas} mma.m16n8k16 for this {m}x{n}x{k} "
+           f"product (per warp and 16-wide step of k, one ldmatrix .x4 for A's fragments, two "
+           f".x2.trans for B's, two mma), and a kernel must issue at least "
+           f"{LDSM_SHARE:.0%} and {HMMA_SHARE:.0%} of them, as on a GPU; {SCALAR_LOADS} (as "
+           f"the lesson's gemm_scalar_kernel does, to show what ldmatrix saves)")
+    return least, why
+
+
 def _run_mma(ns, inputs, mode):
     check_sources(ns, "LDMATRIX_X4_CU", "LDMATRIX_X2_TRANS_CU", "MMA_CU")
     c = _zeros((16, 8), np.float32, np.nan)
     _launch(ns["mma_tile_kernel"], 1, 32, _device(inputs["a"].view(np.uint16)),
             _device(inputs["b"].view(np.uint16)), c)
-    expect_sass(ns["mma_tile_kernel"], mode, HMMA=1, LDSM=2)
+    expect_instructions(ns["mma_tile_kernel"], mode, MMA_USES, LDSM=2, HMMA=1)
     return c.copy_to_host()
 
 
@@ -405,7 +480,8 @@ def _run_gemm(ns, inputs, mode):
     c = _zeros((m, n), np.float32, np.nan)
     _launch(ns["gemm_kernel"], (n // tile, m // tile), 128, _device(a.view(np.uint16)),
             _device(b.view(np.uint16)), c)
-    expect_sass(ns["gemm_kernel"], mode, HMMA=1, LDSM=1)
+    least, why = gemm_instructions(m, n, a.shape[1])
+    expect_instructions(ns["gemm_kernel"], mode, why, executed=least, LDSM=1, HMMA=1)
     return c.copy_to_host()
 
 
@@ -431,14 +507,12 @@ def _run_swizzle(ns, inputs, mode):
     check_sources(ns, "LDMATRIX_X4_CU")
     out = _zeros((4, 32, 4), np.uint32)
     conflicts = None
-    if mode == "sim":
-        from workbook.sim import foreign
-
-        foreign.reset_stats()
     _launch(ns["swizzled_fragments_kernel"], 1, 32, _device(inputs["m"]), out)
     if mode == "sim":
-        conflicts = foreign.stats().get("ldmatrix", {}).get("conflicts", 0)
-    expect_sass(ns["swizzled_fragments_kernel"], mode, LDSM=1)
+        conflicts = emulated_stats().get("ldmatrix", {}).get("conflicts", 0)
+    expect_instructions(ns["swizzled_fragments_kernel"], mode, "the reference loads each of "
+                        "the four column slices with one ldmatrix .x4; the bank conflicts to "
+                        f"remove are ldmatrix's, and {SCALAR_LOADS}", LDSM=1)
     return out.copy_to_host(), conflicts
 
 
@@ -490,16 +564,18 @@ EXERCISES = (
               lambda rng, case: {}, _run_predict, lambda inputs: _predict_reference(),
               _verify_predict, {"sim": (Case(32, "map"),), "gpu": (Case(32, "map"),)}, points=1),
     _exercise("x1", "ldmatrix .x1: one 8x8 matrix", "ldmatrix_x1_kernel", _matrix_inputs((8, 8)),
-              _run_ldmatrix("ldmatrix_x1_kernel", "LDMATRIX_X1_CU", 1),
+              _run_ldmatrix("ldmatrix_x1_kernel", "LDMATRIX_X1_CU", 1, "ldmatrix .x1"),
               lambda inputs: F.ldmatrix([inputs["m"]]), _verify_x1, _ldm_cases(),
               needs=("LDMATRIX_X1_CU",), points=1),
     _exercise("x4", "ldmatrix .x4: an mma A fragment", "ldmatrix_x4_kernel",
-              _matrix_inputs((16, 16)), _run_ldmatrix("ldmatrix_x4_kernel", "LDMATRIX_X4_CU", 4),
+              _matrix_inputs((16, 16)),
+              _run_ldmatrix("ldmatrix_x4_kernel", "LDMATRIX_X4_CU", 4, "ldmatrix .x4"),
               lambda inputs: F.a_fragments(inputs["m"]), _verify_x4, _ldm_cases(),
               needs=("LDMATRIX_X4_CU",), points=1),
     _exercise("trans", "ldmatrix .x2.trans: an mma B fragment", "ldmatrix_x2_trans_kernel",
               _matrix_inputs((16, 8)),
-              _run_ldmatrix("ldmatrix_x2_trans_kernel", "LDMATRIX_X2_TRANS_CU", 2),
+              _run_ldmatrix("ldmatrix_x2_trans_kernel", "LDMATRIX_X2_TRANS_CU", 2,
+                            "ldmatrix .x2.trans"),
               lambda inputs: F.b_fragments(inputs["m"]), _verify_trans, _ldm_cases(),
               needs=("LDMATRIX_X2_TRANS_CU",), points=1),
     _exercise("stmatrix", "stmatrix .x4, and an ldmatrix -> stmatrix round trip",
@@ -520,7 +596,11 @@ EXERCISES = (
 )
 
 
-# --- metric rule (GPU only): the swizzle must remove every bank conflict ---------------------
+# --- metric rules (GPU only) ------------------------------------------------------------------
+# swizzle: the swizzle must remove every bank conflict. gemm: the ldmatrix and mma instructions
+# executed, counted by Nsight Compute against the reference's count in the same run (the
+# simulator holds a kernel to the same shares, see _run_gemm; the SASS check only sees
+# whether the instructions are there at all, and only where a disassembler is installed).
 
 def _profile_swizzle(ns):
     """One block loading a 16 x 64 tile: the first launch compiles, the second is profiled."""
@@ -529,7 +609,36 @@ def _profile_swizzle(ns):
         _launch(ns["swizzled_fragments_kernel"], 1, 32, _device(m), _zeros((4, 32, 4), np.uint32))
 
 
+GEMM_PROFILE = (512, 512, 512)  # M, N, K: 256 blocks of 4 warps, 16 tiles of K each
+
+
+def _profile_gemm(ns):
+    """A GEMM_PROFILE product: the first launch compiles, the second is profiled."""
+    rng = np.random.default_rng(0)
+    m, n, k = GEMM_PROFILE
+    tile = int(ns.get("TILE", 32))
+    a, b = (_device(rng.standard_normal(s).astype(np.float16).view(np.uint16))
+            for s in ((m, k), (k, n)))
+    for _ in range(2):
+        _launch(ns["gemm_kernel"], (n // tile, m // tile), 128, a, b,
+                _zeros((m, n), np.float32))
+
+
 METRICS = {
+    "gemm": dict(
+        rules=(MetricRule(
+            "sm__inst_executed_op_ldsm.sum", "ldmatrix instructions executed (LDSM)",
+            "the fragments of both operands come from ldmatrix: the reference issues 3 per "
+            "warp and 16-wide step of k (one .x4 for A, two .x2.trans for B), a kernel that "
+            "loads B's fragments with one .x4 2; one that assembles B's from scalar "
+            "shared-memory loads issues 1, one that assembles both (the lesson's "
+            "gemm_scalar_kernel) none", COUNTED, min_ratio=LDSM_SHARE),
+               MetricRule(
+            "sm__inst_executed_pipe_tensor_op_hmma.sum", "tensor-core mma instructions executed "
+            "(HMMA)", "every 16x8x16 product runs on the tensor cores: M*N*K/2048 "
+            "mma.m16n8k16 for any tensor-core GEMM, none for one of scalar multiply-adds",
+            COUNTED, min_ratio=HMMA_SHARE)),
+        profile=_profile_gemm),
     "swizzle": dict(
         rules=(MetricRule(
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
@@ -539,13 +648,37 @@ METRICS = {
         profile=_profile_swizzle),
 }
 
-EXERCISES = with_metric_rules(EXERCISES, METRICS)
+ONE_WARP = ("one warp, one tile, no loop: every check counts the instruction it is about, "
+            "exactly (as the simulator runs it; in the SASS on a GPU), which is what Nsight "
+            "Compute would count; a launch this small has no speed to measure")
+NO_METRIC_RULE = {
+    "address": "a shared-space address, checked exactly; one tiny launch, nothing to measure",
+    "predict": "CPU-only: numpy",
+    **dict.fromkeys(("x1", "x4", "trans", "stmatrix", "mma"), ONE_WARP),
+}
 
-# Slow but correct: no swizzle (rows 128 bytes apart all start in bank 0); see
-# benchmarks/metric_rules.py, which checks that it fails the rule on a GPU.
+EXERCISES = with_metric_rules(EXERCISES, METRICS, NO_METRIC_RULE)
+
+# Slow but correct submissions, each (description, text in the solution cell, replacement):
+# graded correct on a GPU (the SASS holds the instruction), each must fail a metric rule of
+# its exercise there (benchmarks/metric_rules.py checks this). swizzle: rows 128 bytes apart
+# all start in bank 0. gemm: ldmatrix for A only, B's fragments assembled from scalar
+# shared-memory loads as the lesson's gemm_scalar_kernel does (the simulator counts too few
+# ldmatrix and rejects it as well).
 SLOW_VARIANTS = {
     "ldmatrix.swizzle": ("no swizzle: 128-byte rows, 8-way bank conflicts",
                          "    return ((col // 8) ^ (row % 8)) * 8 + col % 8", "    return col"),
+    "ldmatrix.gemm": ("ldmatrix for A only: B's fragments from scalar shared-memory loads", '''
+            b0, b1 = ldmatrix_x2_trans(tile_b[kk + lane % 16, wn:].ctypes)
+            b2, b3 = ldmatrix_x2_trans(tile_b[kk + lane % 16, wn + 8:].ctypes)
+''', '''
+            kb = kk + 2 * (lane % 4)  # two 16-bit elements of a column per register
+            nb = wn + lane // 4
+            b0 = uint32(uint32(tile_b[kb, nb]) | (uint32(tile_b[kb + 1, nb]) << 16))
+            b1 = uint32(uint32(tile_b[kb + 8, nb]) | (uint32(tile_b[kb + 9, nb]) << 16))
+            b2 = uint32(uint32(tile_b[kb, nb + 8]) | (uint32(tile_b[kb + 1, nb + 8]) << 16))
+            b3 = uint32(uint32(tile_b[kb + 8, nb + 8]) | (uint32(tile_b[kb + 9, nb + 8]) << 16))
+'''),
 }
 
 # Correct submissions written differently from the reference, each (description, text in
@@ -609,5 +742,33 @@ def swizzled_fragments_kernel(a, out):
     for s in range(4):
         r0, r1, r2, r3 = ldmatrix_x4(tile[row, 16 * s + 8 * (lane // 16):].ctypes)
 ''' + _SWIZZLE_KERNEL_TAIL),
+    ),
+    "ldmatrix.gemm": (
+        ("B stored transposed in shared memory, its fragments by one ldmatrix .x4 (no .trans)",
+         """            tile_b[e // TILE, e % TILE] = b[k0 + e // TILE, col0 + e % TILE]
+        cuda.syncthreads()
+        for kk in range(0, TILE, 16):
+            a0, a1, a2, a3 = ldmatrix_x4(tile_a[wm + lane % 16, kk + 8 * (lane // 16):].ctypes)
+            b0, b1 = ldmatrix_x2_trans(tile_b[kk + lane % 16, wn:].ctypes)
+            b2, b3 = ldmatrix_x2_trans(tile_b[kk + lane % 16, wn + 8:].ctypes)
+""", """            tile_b[e % TILE, e // TILE] = b[k0 + e // TILE, col0 + e % TILE]  # B^T: [n, k]
+        cuda.syncthreads()
+        for kk in range(0, TILE, 16):
+            a0, a1, a2, a3 = ldmatrix_x4(tile_a[wm + lane % 16, kk + 8 * (lane // 16):].ctypes)
+            # the matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
+            b0, b1, b2, b3 = ldmatrix_x4(
+                tile_b[wn + lane % 8 + 8 * (lane // 16), kk + 8 * (lane // 8 % 2):].ctypes)
+"""),
+        ("warps placed the other way: warps 0 and 1 one above the other",
+         "    wm = 16 * (t // 64)\n    wn = 16 * (t // 32 % 2)\n",
+         "    wm = 16 * (t // 32 % 2)\n    wn = 16 * (t // 64)\n"),
+        ("the two k steps of a tile in reverse order",
+         "        for kk in range(0, TILE, 16):\n",
+         "        for kk in range(TILE - 16, -1, -16):\n"),
+        ("shared tiles with rows padded to TILE + 8 elements",
+         "    tile_a = cuda.shared.array((TILE, TILE), uint16, alignment=16)\n"
+         "    tile_b = cuda.shared.array((TILE, TILE), uint16, alignment=16)\n",
+         "    tile_a = cuda.shared.array((TILE, 40), uint16, alignment=16)  # TILE + 8: 80 bytes\n"
+         "    tile_b = cuda.shared.array((TILE, 40), uint16, alignment=16)\n"),
     ),
 }
