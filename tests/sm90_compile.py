@@ -58,7 +58,6 @@ NORM = (f"void(float32[:, ::1], {F32}, {F32}, boolean, float32, float32[:, ::1],
         f"{F32})")
 STATS = "void(int32[::1], int64, int64, " + ", ".join(["int32[::1]"] * 5 + ["int64[::1]"] * 2) + ")"
 GEMM = "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"
-GEMM = "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"
 
 
 def _softmax_warp(ns):
@@ -78,7 +77,6 @@ def _softmax_block(factory):
 
 # exercise id -> (the kernel it profiles, made from the cells' namespace; its signature)
 PROFILED = {
-    "ldmatrix.gemm": (lambda ns: ns["gemm_kernel"], GEMM),
     "ldmatrix.gemm": (lambda ns: ns["gemm_kernel"], GEMM),
     "reduction.convergent": (lambda ns: ns["convergent_sum_kernel"], ONE_BLOCK),
     "reduction.shared": (lambda ns: ns["shared_sum_kernel"], ONE_BLOCK),
