@@ -12,10 +12,13 @@ import sys
 def check(exercise_id: str, namespace: dict | None = None, seed: int | None = None):
     """Check one exercise against the names defined in the calling notebook.
 
-    Returns an :class:`~grader.results.ExerciseResult`, which Jupyter displays. In the
-    simulator each test case is bounded (``WORKBOOK_CHECK_TIMEOUT``); on a GPU a check
-    still running after that long prints how to get out of a kernel that never ends.
+    Returns an :class:`~grader.results.ExerciseResult`, which Jupyter displays. On a GPU
+    the check runs in a child process (see :mod:`grader.contained`): a kernel that never
+    ends is stopped after ``WORKBOOK_CHECK_TIMEOUT`` seconds without progress, and the stop
+    button stops the check; the notebook stays usable either way. In the simulator each
+    test case is bounded by ``WORKBOOK_CHECK_TIMEOUT`` and the stop button works in-process.
     """
+    from grader import contained
     from grader.exercise import check_exercise, gpu_hang_notice
     from grader.exercises import get
     from workbook import current_mode
@@ -23,8 +26,32 @@ def check(exercise_id: str, namespace: dict | None = None, seed: int | None = No
     if namespace is None:
         namespace = sys._getframe(1).f_globals
     mode = current_mode()
-    with gpu_hang_notice(exercise_id, mode):
-        return check_exercise(get(exercise_id), namespace, mode, seed=seed)
+    exercise = get(exercise_id)
+    why = f"{contained.PROCESS_ENV}=notebook"
+    if contained.use_child(mode):
+        try:
+            return contained.check_in_child(exercise, namespace, mode, seed=seed)
+        except contained.NotContained as exc:
+            why = f"a checking process cannot be used: {exc}"
+            print(f"{exercise_id}: this check runs in the notebook's own process, because "
+                  f"{why}", file=sys.stderr)
+    with gpu_hang_notice(exercise_id, mode, why=why):
+        return check_exercise(exercise, namespace, mode, seed=seed)
+
+
+def _prewarm_in_notebook() -> None:
+    """In a Jupyter kernel whose lesson chose its mode (``import workbook`` comes first),
+    start the checking process now, while the student reads (see :mod:`grader.contained`)."""
+    workbook = sys.modules.get("workbook")
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if workbook is None or getattr(shell, "kernel", None) is None:
+        return
+    try:
+        from grader import contained
+
+        contained.prewarm(workbook.MODE)
+    except Exception as exc:  # noqa: BLE001  (a check started later says what is wrong)
+        print(f"grader: the checking process did not start ({exc})", file=sys.stderr)
 
 
 def explain_rules(lesson: str) -> None:
@@ -39,5 +66,7 @@ def explain_rules(lesson: str) -> None:
             print(f"{exercise.id}: {rule.describe()}\n    why: {rule.why} "
                   f"(tuned on {rule.tuned_on})")
 
+
+_prewarm_in_notebook()
 
 __all__ = ["check", "explain_rules"]

@@ -226,11 +226,34 @@ def describe_timeout(exercise: Exercise, case_name: str, seconds: float, exc) ->
             f"{describe_exception(exc)}")
 
 
-def gpu_hang_advice(exercise_id: str, seconds: float, notebook: str = "NOTEBOOK") -> str:
-    """What to do about a check that may never end on a GPU."""
-    return (f"{exercise_id}: the check is still running after {seconds:g} s. On a GPU a kernel "
-            f"that never ends cannot be stopped from inside the notebook (the stop button has "
-            f"no effect while it runs). If it does not finish: Kernel > Restart Kernel, fix the "
+def describe_gpu_hang(exercise_id: str, case_name: str, seconds: float, mode: str = "gpu",
+                      simulated: str = "") -> str:
+    """A check stopped from outside after ``seconds`` without progress (see
+    :mod:`grader.contained`): on a GPU, a kernel that never ends; what the simulator saw
+    running the same code (``simulated``), and the likely causes."""
+    from workbook.sim.watchdog import BARRIER_CAUSE, LOOP_CAUSE, TIMEOUT_ENV
+
+    if mode == "gpu":
+        head = (f"{exercise_id} did not finish case {case_name} within {seconds:g} s on the "
+                f"GPU ({TIMEOUT_ENV}): a kernel that never ends, most likely.")
+    else:
+        head = (f"{exercise_id} did not finish case {case_name} within {seconds:g} s "
+                f"({TIMEOUT_ENV}), and the simulator did not stop it.")
+    causes = (LOOP_CAUSE, BARRIER_CAUSE,
+              f"if the kernel is merely slow, set {TIMEOUT_ENV} to a larger number of seconds")
+    return "\n".join([f"{head} The process running the check was stopped; this notebook and "
+                      "its variables are untouched.", *([simulated] if simulated else []),
+                      "likely causes:", *(f"  - {cause}" for cause in causes)])
+
+
+def gpu_hang_advice(exercise_id: str, seconds: float, notebook: str = "NOTEBOOK",
+                    why: str = "") -> str:
+    """What to do about a check that may never end on a GPU, in the notebook's process
+    (``why``: the reason it runs there)."""
+    return (f"{exercise_id}: the check is still running after {seconds:g} s. It runs in the "
+            f"notebook's own process{f' ({why})' if why else ''}, and on a GPU a kernel that "
+            f"never ends cannot be stopped from inside the notebook (the stop button has no "
+            f"effect while it runs). If it does not finish: Kernel > Restart Kernel, fix the "
             f"loop or barrier, run the cells again. To try code that may hang safely, save the "
             f"notebook and run `grader check {notebook} -e {exercise_id} --timeout 60` in a "
             f"terminal (a separate process, stopped after 60 s), or debug it in the simulator "
@@ -239,13 +262,13 @@ def gpu_hang_advice(exercise_id: str, seconds: float, notebook: str = "NOTEBOOK"
 
 
 @contextmanager
-def gpu_hang_notice(exercise_id: str, mode: str, out=None):
-    """The notebook's check on a GPU: print :func:`gpu_hang_advice` if the check is still
+def gpu_hang_notice(exercise_id: str, mode: str, out=None, why: str = ""):
+    """A notebook's check on a GPU in the notebook's own process (see
+    :mod:`grader.contained` for when): print :func:`gpu_hang_advice` if the check is still
     running after ``WORKBOOK_CHECK_TIMEOUT`` seconds.
 
     A kernel that never ends keeps this process in a CUDA driver call that no signal can
-    interrupt; the timer's thread still runs then (the driver call releases the GIL). The
-    grader's checks run in child processes that it kills instead (``--timeout``).
+    interrupt; the timer's thread still runs then (the driver call releases the GIL).
     """
     from workbook.sim.watchdog import check_timeout
 
@@ -256,7 +279,7 @@ def gpu_hang_notice(exercise_id: str, mode: str, out=None):
     out = out or sys.stdout  # the cell's output: the timer thread prints there
 
     def notice():
-        print(gpu_hang_advice(exercise_id, seconds), file=out, flush=True)
+        print(gpu_hang_advice(exercise_id, seconds, why=why), file=out, flush=True)
 
     timer = threading.Timer(seconds, notice)
     timer.daemon = True

@@ -324,6 +324,7 @@ def test_notebook_check_in_gpu_mode_arms_the_notice(monkeypatch, capsys):
         return "result"
 
     monkeypatch.setenv("WORKBOOK_CHECK_TIMEOUT", "0.2")
+    monkeypatch.setenv("WORKBOOK_CHECK_PROCESS", "notebook")  # else a child process checks
     monkeypatch.setattr(workbook, "current_mode", lambda: "gpu")
     monkeypatch.setattr(grader.exercise, "check_exercise", slow_check)
     assert grader.check("reduction.simple", namespace={}) == "result"

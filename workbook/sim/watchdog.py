@@ -281,23 +281,28 @@ def describe_block(threads: Sequence[threading.Thread], barriers: int = 0) -> st
 
 
 LOOPING_BARRIERS = 1000  # more barriers than any tree over a block: the threads loop
+# the two ways a kernel never ends (on a GPU too, where nobody can see the threads)
+LOOP_CAUSE = ("a loop whose exit condition never becomes true: a stride, step or index that "
+              "is never updated (e.g. a forgotten `stride *= 2`), or updated by only some "
+              "threads")
+BARRIER_CAUSE = ("threads wait at a barrier or warp collective that the others never reach: "
+                 "a cuda.syncthreads() or *_sync call inside a branch or loop that not every "
+                 "thread runs the same number of times")
+
 
 
 def _causes(states: set[str], looping: bool) -> list[str]:
     causes = []
     waiting = {s for s in states if s.startswith("waiting")}
     if "running" in states or looping:
-        causes.append("a loop whose exit condition never becomes true: a stride, step or "
-                      "index that is never updated (e.g. a forgotten `stride *= 2`), or "
-                      "updated by only some threads")
+        causes.append(LOOP_CAUSE)
     if waiting and (states - waiting - {"exited"} or "exited" in states) and not looping:
-        causes.append("threads wait at a barrier or warp collective that the others never "
-                      "reach: a cuda.syncthreads() or *_sync call inside a branch or loop "
-                      "that not every thread runs the same number of times")
+        causes.append(BARRIER_CAUSE)
     causes.append(f"if the kernel is merely slow in the simulator, set {TIMEOUT_ENV} to a "
                   f"larger number of seconds")
     return causes
 
 
-__all__ = ["DEFAULT_TIMEOUT", "KernelStopped", "KernelTimeout", "StoppableLock", "TIMEOUT_ENV",
-           "check_timeout", "describe_block", "simulated_threads", "stop_threads", "time_limit"]
+__all__ = ["BARRIER_CAUSE", "DEFAULT_TIMEOUT", "KernelStopped", "KernelTimeout", "LOOP_CAUSE",
+           "StoppableLock", "TIMEOUT_ENV", "check_timeout", "describe_block", "simulated_threads",
+           "stop_threads", "time_limit"]
