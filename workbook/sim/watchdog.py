@@ -290,7 +290,6 @@ BARRIER_CAUSE = ("threads wait at a barrier or warp collective that the others n
                  "thread runs the same number of times")
 
 
-
 def _causes(states: set[str], looping: bool) -> list[str]:
     causes = []
     waiting = {s for s in states if s.startswith("waiting")}
