@@ -8,6 +8,9 @@ when there is one, the simulator otherwise). Markers:
 * ``gpu_alone`` -- profiles with ncu: on a GPU it waits until no other test (in any
   pytest-xdist worker) uses the GPU, and holds the others off while it runs, so that
   the counters and timings it compares are not disturbed.
+
+A skip that is not on ``skips_allowed.py``'s list (with its reason) is reported as a failure:
+a run is green only with every test run that this machine can run.
 """
 
 import fcntl
@@ -16,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from skips_allowed import is_allowed
 
 import workbook
 
@@ -49,6 +53,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs a real NVIDIA GPU (simulator mode)"))
         if workbook.MODE == "gpu" and "sim_only" in item.keywords:
             item.add_marker(pytest.mark.skip(reason="checks a simulator-only feature"))
+
+
+def skip_reason(report) -> str:
+    """The reason a skipped test report gives (pytest keeps it as "Skipped: <reason>")."""
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A skip that ``skips_allowed.py`` does not list becomes a failure that says why."""
+    report = (yield).get_result()
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = skip_reason(report)
+    if not is_allowed(item.nodeid, reason, workbook.MODE):
+        report.outcome = "failed"
+        report.longrepr = (f"skipped ({reason}) in {workbook.MODE} mode, which "
+                           f"tests/skips_allowed.py does not allow: run what it needs, or add "
+                           f"the test and its reason to that list")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from gpu_tools import needs_compute_sanitizer, needs_ncu
 from test_grading import SIMPLE_OK, results_by_id, write_notebook
 
 import workbook
@@ -190,12 +191,10 @@ def test_cli_rejects_an_unknown_exercise():
 
 @pytest.mark.gpu
 @pytest.mark.gpu_alone
+@needs_ncu
 def test_one_ncu_run_profiles_every_exercise_of_a_notebook():
-    from grader.ncu import find_ncu
     from grader.profiling import profile_notebook
 
-    if find_ncu() is None:
-        pytest.skip("ncu is not installed")
     notebook = load(REDUCTION)
     exercises = [e for e in map(get, notebook.exercise_ids()) if e.metric_rules]
     cells = [asdict(c) for c in notebook.program_for(exercises[-1].id)]
@@ -207,10 +206,9 @@ def test_one_ncu_run_profiles_every_exercise_of_a_notebook():
 
 
 @pytest.mark.gpu
+@needs_compute_sanitizer
 def test_racecheck_blames_only_the_exercise_without_its_barrier():
     tool = tools.find_tool()
-    if tool is None:
-        pytest.skip("compute-sanitizer is not installed")
     notebook = load(REDUCTION)
     order = ["reduction.simple", "reduction.shared", "reduction.segmented"]
     cells = [asdict(c) for c in notebook.program_for(order[-1])]

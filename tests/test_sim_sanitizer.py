@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_tools import needs_compute_sanitizer
 
 import workbook  # noqa: F401  (selects the mode: import it before numba.cuda)
 from grader import sanitizer as gpu_sanitizer
@@ -801,12 +802,11 @@ def test_tools_run_the_small_cases_only():
 
 
 @pytest.mark.gpu
+@needs_compute_sanitizer
 def test_compute_sanitizer_catches_a_missing_barrier():
     """On a GPU with compute-sanitizer: racecheck flags lesson 02's shared-memory reduce
     without its barrier, and passes the solution."""
     tool = gpu_sanitizer.find_tool()
-    if tool is None:
-        pytest.skip("compute-sanitizer is not installed")
     root = Path(__file__).resolve().parents[1]
     notebook = load(next((root / "solutions" / "02_reduction").glob("*.ipynb")))
     exercise = get_exercise("reduction.shared")
