@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -152,11 +153,15 @@ def check_exercise(
         )
         return _finish(result, start)
 
+    from grader.gpu_compile.step import CompileStep
+
     seeds = np.random.SeedSequence(seed)
     cases = exercise.cases_for(mode)
+    compile_step = CompileStep(mode)  # in the simulator: the kernels compile for sm_90 too
     for case, case_seed in zip(cases, seeds.spawn(len(cases))):
         case_seed_int = int(case_seed.generate_state(1)[0])
-        outcome = _run_case(exercise, namespace, mode, case, case_seed_int)
+        run = partial(_run_case, exercise, namespace, mode, case, case_seed_int)
+        outcome = compile_step.run(run, len(result.cases), len(cases))
         result.cases.append(outcome)
         if outcome.status != PASSED:
             result.status = outcome.status
@@ -165,6 +170,7 @@ def check_exercise(
     if result.status == PASSED:
         result.score = exercise.points
         result.messages.append(f"all {len(result.cases)} tests passed ({mode} mode)")
+    result.messages.extend(compile_step.notes)
     return _finish(result, start)
 
 

@@ -157,8 +157,11 @@ def run_job(job: dict, events: Events) -> None:
     os.environ["WORKBOOK_MODE"] = job["mode"]
     import workbook  # noqa: F401  (chooses sim/gpu before numba.cuda is imported)
     from grader.exercises import get
+    from grader.gpu_compile.step import warm_up
 
     action = job.get("action", "check")
+    if action == "check":
+        warm_up(job["mode"])  # the GPU compiler starts while the cells run (simulator)
     student = Program(job["cells"])
     reference = Program(job.get("reference_cells") or [])
     for exercise_id in job["exercise_ids"]:

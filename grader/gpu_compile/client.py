@@ -62,8 +62,8 @@ def _settled(key: str, verdict: Verdict, sources: dict | None = None) -> Pending
 class _Worker:
     """One worker process: its requests in flight, a thread that sends and one that reads."""
 
-    def __init__(self, command: list[str], on_answer):
-        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", WORKBOOK_MODE="gpu")
+    def __init__(self, command: list[str], on_answer, env: dict[str, str]):
+        env = dict(os.environ, **env, NUMBA_ENABLE_CUDASIM="0", WORKBOOK_MODE="gpu")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         self.stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -145,8 +145,10 @@ class Compiler:
     """The compile worker of a process, started on first use and kept for the process;
     the cache of verdicts."""
 
-    def __init__(self, command: list[str] | None = None):
-        self.command = command or [sys.executable, "-m", "grader.gpu_compile.worker"]
+    def __init__(self, env: dict[str, str] | None = None):
+        """``env``: variables for the worker process, on top of this process's."""
+        self.command = [sys.executable, "-m", "grader.gpu_compile.worker"]
+        self.env = dict(env or {})
         self.cache: dict[str, Verdict] = {}
         self.compiled = 0  # kernels the worker was asked to compile
         self._worker: _Worker | None = None
@@ -170,7 +172,7 @@ class Compiler:
                 if self._crashes >= MAX_CRASHES:
                     worker.unavailable = f"{worker.ended or 'it ended'} ({self._crashes} times)"
             if worker is None or not (worker.alive() or worker.unavailable):
-                self._worker = _Worker(self.command, self._settle)
+                self._worker = _Worker(self.command, self._settle, self.env)
             return self._worker
 
     def stop(self) -> None:

@@ -18,6 +18,7 @@ per process.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 
 from grader.results import FAILED, NOT_IMPLEMENTED, PASSED, CaseResult
@@ -37,6 +38,17 @@ def warm_up(mode: str) -> None:
         from grader.gpu_compile.client import compiler
 
         compiler().start()
+
+
+def warm_up_in_notebook() -> None:
+    """In a Jupyter kernel whose lesson chose the simulator (``import workbook`` comes
+    first), start the compile worker as the setup cell imports the grader: the first check
+    does not wait for it."""
+    workbook = sys.modules.get("workbook")
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython else None
+    if workbook is not None and getattr(shell, "kernel", None) is not None:
+        warm_up(workbook.MODE)
 
 
 class CompileStep:
@@ -117,4 +129,5 @@ def _note(notes: list[str], kernel: str, why: str, unavailable: str | None) -> N
     notes.append(f"note: the GPU compile step was skipped for {kernel}: {why}")
 
 
-__all__ = ["HAND_WRITTEN", "SWITCH_ENV", "CompileStep", "enabled", "warm_up"]
+__all__ = ["HAND_WRITTEN", "SWITCH_ENV", "CompileStep", "enabled", "warm_up",
+           "warm_up_in_notebook"]
