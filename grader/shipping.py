@@ -13,12 +13,10 @@ simulator's diagnoses in the other process quote them as in the notebook.
 from __future__ import annotations
 
 import functools
-import importlib
 import io
 import linecache
 import os
 import pickle
-import sys
 import types
 from collections.abc import Iterable, Mapping
 
@@ -107,9 +105,11 @@ def _reduce(obj):
     """How to rebuild ``obj`` on the other side, where it is a kernel, a foreign function or
     a notebook function's cache; None for everything else."""
     kind = type(obj)
-    twin = _workbook_attribute(obj)
+    twin = _module_twin(obj)
     if twin is not None:
-        return import_attribute, twin
+        from grader.gpu_compile.payload import _import_attribute
+
+        return _import_attribute, twin
     if kind.__name__ == "CUDADispatcher" and kind.__module__ == "numba.cuda.dispatcher":
         options = dict(obj.targetoptions)
         return rebuild_kernel, (obj.py_func, {"device": bool(options.get("device")),
@@ -139,16 +139,17 @@ def _reduce(obj):
 _COMPILED = ("CUDADispatcher", "FakeCUDAKernel", "_Intrinsic")
 
 
-def _workbook_attribute(obj) -> tuple[str, str] | None:
-    """``(module, name)`` where ``obj`` is a device function of the workbook (e.g.
-    ``workbook.vector.load4``): each mode has its own, so the other side takes its own."""
+def _module_twin(obj) -> tuple[str, str] | None:
+    """``(module, name)`` where ``obj`` is a compiled function of the workbook (e.g.
+    ``workbook.vector.load4``) or of an installed package: each mode has its own, so the
+    other side takes its own."""
+    from grader.gpu_compile.payload import _module_attribute
+
     if type(obj).__name__ not in _COMPILED:
         return None
     fn = getattr(obj, "py_func", None) or getattr(obj, "fn", None) or getattr(obj, "_defn", None)
-    module, name = getattr(fn, "__module__", None) or "", getattr(fn, "__name__", "")
-    if module.split(".")[0] != "workbook" or module not in sys.modules:
-        return None
-    return (module, name) if getattr(sys.modules[module], name, None) is obj else None
+    module = getattr(fn, "__module__", None)
+    return _module_attribute(obj, module) if module and module != "__main__" else None
 
 
 _LINKABLE = ("CUSource", "PTXSource", "Cubin", "Fatbin", "Archive", "Object", "LTOIR")
@@ -173,11 +174,6 @@ def _gpu_declaration(extern) -> tuple:
     abi = "c" if "CABI" in call_conv else "numba"
     return (extern.name, extern.sig, tuple(library._linking_files),
             bool(library.use_cooperative), abi)
-
-
-def import_attribute(module: str, name: str):
-    """``module.name`` in this process."""
-    return getattr(importlib.import_module(module), name)
 
 
 def rebuild_kernel(py_func, options: dict):
@@ -222,5 +218,5 @@ def rebuild_cache(fn, maxsize, typed):
     return functools.lru_cache(maxsize=maxsize, typed=typed)(fn)
 
 
-__all__ = ["MAX_BYTES", "ShippingError", "dumps", "import_attribute", "loads", "rebuild_cache",
+__all__ = ["MAX_BYTES", "ShippingError", "dumps", "loads", "rebuild_cache",
            "rebuild_foreign", "rebuild_kernel", "rebuild_linkable"]
