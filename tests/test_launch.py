@@ -105,3 +105,169 @@ def test_a_prepared_launch_does_not_keep_its_last_arrays_alive(rng):
 def test_simulator_calls_the_kernel():
     launch = prepare(axpy_rows, 1, (4, 4))
     assert launch.fast is None and launch.why_not_fast == "simulator mode"
+
+
+# --- the fast path's packing, without a GPU ----------------------------------------------------
+# A stand-in driver receives what cuLaunchKernel would: the kernel's parameters as an array of
+# pointers to their values. The expected layout of an array parameter is numba's own data
+# model for arrays (numba.core.datamodel), flattened: one 8-byte value per member, shape and
+# strides one per dimension.
+
+class DeviceArrayStandIn:
+    """What the fast path reads of a device array (cuda.devicearray.DeviceNDArray)."""
+
+    def __init__(self, pointer, shape, dtype=np.float32, c_contiguous=True):
+        import ctypes
+
+        self.device_ctypes_pointer = ctypes.c_void_p(pointer)
+        self.dtype = np.dtype(dtype)
+        self.shape = shape
+        self.ndim = len(shape)
+        self.size = int(np.prod(shape))
+        strides, step = [], self.dtype.itemsize
+        for extent in reversed(shape):
+            strides.append(step)
+            step *= extent
+        self.strides = tuple(reversed(strides)) if c_contiguous else tuple(strides)
+        self.flags = {"C_CONTIGUOUS": c_contiguous, "F_CONTIGUOUS": not c_contiguous}
+
+
+def _array_members(ndim: int) -> list[str]:
+    """The flattened members of numba's array data model, one per 8-byte parameter."""
+    from numba import types
+    from numba.core.datamodel import default_manager
+
+    model = default_manager.lookup(types.Array(types.float32, ndim, "C"))
+    names = []
+    for name in model._fields:
+        names += [f"{name}[{k}]" for k in range(ndim)] if name in ("shape", "strides") else [name]
+    return names
+
+
+@pytest.fixture
+def driver_stand_in(monkeypatch):
+    """The fast path built as on a GPU, with axpy_rows's compiled signature and a stand-in for
+    cuLaunchKernel that decodes each parameter; returns the list of decoded launches."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from numba import types
+
+    import workbook.launch as launch_module
+
+    array2, array1 = types.Array(types.float32, 2, "C"), types.Array(types.float32, 1, "C")
+    signature = [array2, array1, types.float32, array2, types.boolean]
+    kinds = [ctypes.c_int64] * 9 + [ctypes.c_int64] * 7 + [ctypes.c_float] + \
+        [ctypes.c_int64] * 9 + [ctypes.c_bool]
+    cufunc = SimpleNamespace(handle=0xC0DE)
+    overload = SimpleNamespace(argument_types=signature,
+                               _codelibrary=SimpleNamespace(get_cufunc=lambda: cufunc))
+    launches = []
+
+    def cu_launch_kernel(handle, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        values = [kind.from_address(params[k]).value for k, kind in enumerate(kinds)]
+        launches.append({"handle": handle, "grid": (gx, gy, gz), "block": (bx, by, bz),
+                         "shared": shared, "params": values})
+        return 0
+
+    monkeypatch.setattr(launch_module, "current_mode", lambda: "gpu")
+    monkeypatch.setattr("workbook.occupancy.compiled", lambda kernel, args: overload)
+    monkeypatch.setattr(launch_module, "_driver_launch_function", lambda: cu_launch_kernel)
+    return launches
+
+
+def _axpy_args(x_pointer=0x10000, rows=3, cols=5, alpha=1.5, flag=False):
+    return (DeviceArrayStandIn(x_pointer, (rows, cols)), DeviceArrayStandIn(0x20000, (cols,)),
+            np.float32(alpha), DeviceArrayStandIn(0x30000, (rows, cols)), flag)
+
+
+def test_array_parameters_follow_numba_s_array_model():
+    assert _array_members(2) == ["meminfo", "parent", "nitems", "itemsize", "data",
+                                 "shape[0]", "shape[1]", "strides[0]", "strides[1]"]
+
+
+def test_fast_path_hands_the_driver_numba_s_parameter_layout(driver_stand_in):
+    args = _axpy_args()
+    launch = prepare(axpy_rows, (4, 8), (4, 4), 128, args)
+    assert launch.fast is not None, launch.why_not_fast
+    launch(*args)
+    (call,) = driver_stand_in
+    assert (call["handle"], call["grid"], call["block"], call["shared"]) == \
+        (0xC0DE, (4, 8, 1), (4, 4, 1), 128)
+    x = dict(zip(_array_members(2), call["params"][:9]))
+    assert x == {"meminfo": 0, "parent": 0, "nitems": 15, "itemsize": 4, "data": 0x10000,
+                 "shape[0]": 3, "shape[1]": 5, "strides[0]": 20, "strides[1]": 4}
+    y = dict(zip(_array_members(1), call["params"][9:16]))
+    assert y == {"meminfo": 0, "parent": 0, "nitems": 5, "itemsize": 4, "data": 0x20000,
+                 "shape[0]": 5, "strides[0]": 4}
+    assert call["params"][16] == 1.5 and call["params"][17:26][4] == 0x30000
+    assert call["params"][26] is False
+
+
+def test_new_arrays_and_scalars_are_written_the_same_arrays_reused(driver_stand_in):
+    args = _axpy_args()
+    launch = prepare(axpy_rows, 1, (4, 4), 0, args)
+    launch(*args)
+    launch(*args)  # the very same objects: nothing to rewrite
+    assert launch.fast.same_as_last(args)
+    other = _axpy_args(x_pointer=0x50000, rows=7, cols=2, alpha=-2.0, flag=True)
+    launch(*other)
+    first, again, third = (c["params"] for c in driver_stand_in)
+    assert first == again
+    assert third[4:9] == [0x50000, 7, 2, 8, 4] and third[16] == -2.0 and third[26] is True
+
+
+def test_arguments_of_another_kind_are_left_to_numba(driver_stand_in, monkeypatch):
+    args = _axpy_args()
+    launch = prepare(axpy_rows, 1, (4, 4), 0, args)
+    ordinary = []
+    monkeypatch.setattr(launch, "kernel", {(1, (4, 4), 0, 0): lambda *a: ordinary.append(a)})
+    host = np.zeros((3, 5), np.float32)
+    wrong_dtype = DeviceArrayStandIn(0x10000, (3, 5), np.float64)
+    not_contiguous = DeviceArrayStandIn(0x10000, (3, 5), c_contiguous=False)
+    for first in (host, wrong_dtype, not_contiguous):
+        launch(first, *args[1:])
+    launch(*args[:4], 1)  # an int where a bool belongs
+    assert len(ordinary) == 4 and not driver_stand_in
+    launch(*args[:2], 2.5, *args[3:])  # a Python float converts to float32 as numba's does
+    assert len(driver_stand_in) == 1 and driver_stand_in[0]["params"][16] == 2.5
+
+
+def test_a_failed_launch_raises_with_the_driver_s_code(driver_stand_in, monkeypatch):
+    import workbook.launch as launch_module
+
+    args = _axpy_args()
+    launch = prepare(axpy_rows, 1, (4, 4), 0, args)
+    launch.fast._launch = lambda: 700  # CUDA_ERROR_ILLEGAL_ADDRESS
+    with pytest.raises(launch_module.CudaLaunchError, match="CUresult 700"):
+        launch(*args)
+    assert not launch.fast.same_as_last(args)  # the next launch writes its arguments again
+
+
+def test_unsupported_parameters_keep_the_ordinary_launch(monkeypatch):
+    from types import SimpleNamespace
+
+    from numba import types
+
+    import workbook.launch as launch_module
+
+    overload = SimpleNamespace(argument_types=[types.float16],
+                               _codelibrary=SimpleNamespace(get_cufunc=lambda: None))
+    monkeypatch.setattr(launch_module, "current_mode", lambda: "gpu")
+    monkeypatch.setattr("workbook.occupancy.compiled", lambda kernel, args: overload)
+    launch = prepare(axpy_rows, 1, 1, 0, (np.float16(1),))
+    assert launch.fast is None
+    assert launch.why_not_fast == "TypeError: no fast path for an argument of type float16"
+
+
+def test_a_remembered_argument_is_the_same_object_or_an_equal_scalar():
+    from workbook.launch import _remember
+
+    array = DeviceArrayStandIn(0x1000, (2,))
+    same = _remember(array)
+    assert same(array) and not same(DeviceArrayStandIn(0x1000, (2,)))
+    scalar = _remember(np.float32(2.0))
+    assert scalar(np.float32(2.0)) and not scalar(np.float64(2.0)) and not scalar(2.0)
+    gone = weakref.ref(array)
+    del array, same
+    assert gone() is None  # remembering an array does not keep it alive
