@@ -1,5 +1,11 @@
 """workbook.memory: the caching pool's free lists, and the pool on a GPU."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -142,3 +148,71 @@ def test_device_arrays_come_back_from_the_pool_with_their_data_intact(monkeypatc
     finally:
         use_pool(False)
     assert not hasattr(cuda.current_context().memory_manager, "pool")
+
+
+# numba's memory-manager plugin around the pool, without a GPU: numba's real driver module
+# (loaded with the simulator off) and a stand-in for the driver's allocation calls.
+EMM_SCRIPT = r'''
+import gc, json, sys, types
+from types import SimpleNamespace
+
+from numba.cuda.cudadrv import driver as drv
+
+package = types.ModuleType("workbook")  # workbook.memory alone: importing the package would
+package.__path__ = [sys.argv[1]]        # choose the simulator for lack of a GPU
+sys.modules["workbook"] = package
+import workbook.memory as memory
+
+live, freed, next_address = {}, [], [0x10000]
+
+def cu_mem_alloc(nbytes):
+    address = next_address[0]
+    next_address[0] += 0x100000
+    live[address] = nbytes
+    return drv.binding.CUdeviceptr(address)
+
+def cu_mem_free(pointer):
+    freed.append(int(pointer))
+    del live[int(pointer)]
+
+drv.driver = SimpleNamespace(cuMemAlloc=cu_mem_alloc, cuMemFree=cu_mem_free)
+
+class Context:
+    device = SimpleNamespace(id=0)
+
+context = Context()
+manager = memory._manager_class()(context=context, backend="driver")
+steps = {}
+first = manager.memalloc(1000)
+steps["first"] = first.device_ctypes_pointer.value
+steps["held"] = len(manager.allocations)
+del first
+gc.collect()
+steps["after_free"] = [len(manager.allocations), manager.pool.stats.free_bytes]
+second = manager.memalloc(900)  # the same 1024-byte class: the freed block again
+steps["second"] = second.device_ctypes_pointer.value
+third = manager.memalloc(900)   # the block is in use: a new one
+steps["third"] = third.device_ctypes_pointer.value
+steps["stats"] = [manager.pool.stats.hits, manager.pool.stats.misses]
+del third
+gc.collect()
+manager.pool.release()          # empty_pool(): free blocks back to the driver, used ones kept
+steps["released"] = [freed, sorted(live)]
+print(json.dumps(steps))
+'''
+
+
+def test_numba_s_arrays_give_their_blocks_back_to_the_pool(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    script = tmp_path / "emm.py"
+    script.write_text(EMM_SCRIPT)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", WORKBOOK_MEMORY_POOL="1")
+    done = subprocess.run([sys.executable, str(script), str(root / "workbook")], env=env,
+                          capture_output=True, text=True, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    steps = json.loads(done.stdout.strip().splitlines()[-1])
+    assert steps["held"] == 1 and steps["after_free"] == [0, 1024]
+    assert steps["second"] == steps["first"] == 0x10000
+    assert steps["third"] == 0x110000
+    assert steps["stats"] == [1, 2]
+    assert steps["released"] == [[0x110000], [0x10000]]
