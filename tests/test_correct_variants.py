@@ -69,5 +69,6 @@ def test_profiled_kernels_of_every_variant_compile_for_the_gpu():
     with_rules = [e for exercises in LESSONS.values() for e in exercises if e.metric_rules]
     expected = sum(2 + len(getattr(_module(e.lesson), "CORRECT_VARIANTS", {}).get(e.id, ()))
                    for e in with_rules
-                   if e.id not in ("ldmatrix.swizzle", "layernorm.dispatch", "reduction.generic"))
+                   if e.id not in ("ldmatrix.swizzle", "layernorm.dispatch", "reduction.generic",
+                                   "softmax.dispatch"))
     assert len(compiled) == expected, "\n".join(compiled)

@@ -379,3 +379,18 @@ def test_a_reader_that_crashes_costs_the_metrics_not_the_grader(tmp_path, monkey
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     with pytest.raises(ncu.NotAssessed, match=r"reading .* failed \(exit code -11\)"):
         ncu.read_metrics(REPORTS[0], ["gpu__time_duration.sum"])
+
+
+# Every exercise says, with rules or in words, how its speed is graded: one without rules
+# gives the reason (CPU-only, a pure index mapping...), one with rules gives none; and
+# grader.explain_rules shows it.
+@pytest.mark.parametrize("exercise", [e for lesson in sorted(LESSONS) for e in LESSONS[lesson]],
+                         ids=lambda e: e.id)
+def test_every_exercise_has_metric_rules_or_a_reason_for_none(exercise, capsys):
+    from grader import explain_rules
+
+    assert bool(exercise.metric_rules) != bool(exercise.no_metric_rule.strip()), (
+        exercise.id, exercise.no_metric_rule)
+    explain_rules(exercise.lesson)
+    shown = capsys.readouterr().out
+    assert (exercise.no_metric_rule or exercise.metric_rules[0].why) in shown

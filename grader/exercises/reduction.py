@@ -427,7 +427,12 @@ METRICS = {
         profile=_profile_generic, kernels=("reduce_kernel",)),
 }
 
-EXERCISES = with_metric_rules(EXERCISES, METRICS)
+NO_METRIC_RULE = {  # exercises without a metric rule, and why
+    "simple": "the lesson's starting point, divergent by design (an interleaved tree, in "
+              "place): the rules of the exercises after it measure what each one fixes",
+}
+
+EXERCISES = with_metric_rules(EXERCISES, METRICS, NO_METRIC_RULE)
 
 # The warp-shuffle reduction's pieces that its variants below share.
 _DOWN_WARP_SUM = '''

@@ -211,8 +211,14 @@ def _diagnose(got, expected, inputs, bad, rows) -> list[str]:
         if finite.size and finite.max() > 80:
             hints.append(f"NaN/inf in row {row}, whose largest input is {finite.max():.4g}: "
                          "exp overflows float32 beyond 88.7 -- subtract the row max before exp.")
+        elif finite.size and finite.max() < -80 and not inputs["log"]:
+            hints.append(f"NaN/inf in row {row}, whose inputs are all far below 0 (the largest "
+                         f"is {finite.max():.4g}): exp of each underflows float32 to 0 beyond "
+                         "-87, so a max that is not subtracted, or that starts at 0 instead of "
+                         "-inf, leaves a sum of 0 and 0 / 0 = NaN. Start the max at -inf (or the "
+                         "row's first value) and subtract it before exp.")
         else:
-            hints.append(f"NaN/inf in row {row} where the result is finite: a value read from "
+            hints.append(f"{GENERIC_NAN} {row} {GENERIC_CAUSES}: a value read from "
                          "past the end of the row (the memory after each row holds NaN in "
                          "these tests: a bound `col <= cols`?), memory nobody wrote (shared "
                          "memory not stored yet -- a missing barrier?) or a sum that stayed 0.")
@@ -234,11 +240,130 @@ def _diagnose(got, expected, inputs, bad, rows) -> list[str]:
             hints.append(f"Rows {_rows_text(scaled)} are proportional to the right answer but do "
                          "not sum to 1: the sum missed or repeated some values (a reduction over "
                          "the wrong group of lanes or threads, or a shared slot read too early).")
+    known = _known_mistake(got, expected, inputs, rows)
+    if known:  # named exactly: the list of possible causes of a NaN says less
+        hints = [h for h in hints if not (h.startswith(GENERIC_NAN) and GENERIC_CAUSES in h)]
+        hints.append(known)
     if not hints:
         hints.append("Values that change from run to run point to a race (a missing "
                      "cuda.syncthreads()); stable wrong values to a wrong index, stride or pack "
                      "layout (a value written to one place and read from another).")
     return hints
+
+
+# the hint that lists the possible causes of a NaN: "NaN/inf in row 3 where the result ..."
+GENERIC_NAN, GENERIC_CAUSES = "NaN/inf in row", "where the result is finite"
+
+# A known mistake is named only where its result differs from the right one, and ``got``
+# equals it on every wrong row: each candidate below is what that mistake computes.
+
+def _known_mistake(got, expected, inputs, rows) -> str:
+    """A sentence naming the mistake whose result ``got`` equals on the wrong rows, or ""."""
+    x = inputs["x"]
+    case = inputs.get("case")
+    config = getattr(case, "config", ())
+    candidates = [(_in_float16(x, inputs["log"]), FLOAT16_TEXT)]
+    if inputs["log"]:
+        candidates.append((_log_of_softmax(x), LOG_OF_SOFTMAX_TEXT))
+    else:
+        candidates.append((_sum_unshifted(x), SUM_UNSHIFTED_TEXT))
+    if len(config) == 4:  # the warp kernel: (pack, cols_per_thread, width, rows_per_thread)
+        candidates.append((_warp_sum_over_32_lanes(x, config, inputs["log"]),
+                           WARP_32_LANES_TEXT.format(width=config[2])))
+        pad = config[1] * config[2] - x.shape[1]
+        candidates.append((_zero_padding(x, pad, inputs["log"]),
+                           ZERO_PADDING_TEXT.format(pad=pad, width=config[2], cpt=config[1],
+                                                    cols=x.shape[1])))
+    rtol = 2e-3 if x.dtype == np.float16 else 1e-4
+    for candidate, text in candidates:
+        if candidate is not None and _matches(got[rows], candidate[rows], rtol) and \
+                not _matches(candidate[rows], expected[rows], rtol):
+            return text
+    return ""
+
+
+FLOAT16_TEXT = ("That is the softmax computed in float16 arithmetic: its sums and quotients "
+                "round to float16 at every step. Compute in float32 (x.astype(np.float32)) and "
+                "round to the input's dtype once, at the end.")
+LOG_OF_SOFTMAX_TEXT = ("That is log(softmax(x)), the log of a quotient: exp(x - max) underflows "
+                       "float32 to 0 for inputs about 87 or more below the row max, and log(0) "
+                       "= -inf (or it loses digits before that). Compute x - max - log(sum(exp(x "
+                       "- max))) instead: no exp of the result, nothing underflows.")
+SUM_UNSHIFTED_TEXT = ("Each row is its softmax times exp(-max): the sum adds exp(x) without "
+                      "subtracting the row max, while the numerator exp(x - max) subtracts it. "
+                      "Subtract the same max in both.")
+WARP_32_LANES_TEXT = ("That is the sum reduced over the warp's 32 lanes instead of the row's "
+                      "group of {width}: the groups of a warp hold different rows, so each row's "
+                      "sum takes in the other rows of its tile (and the NaN of rows past the "
+                      "last, whose max is -inf). Reduce over width = {width} lanes, as the max.")
+ZERO_PADDING_TEXT = ("That is the softmax of each row with {pad} zero(s) appended: a group of "
+                     "{width} lanes holds {width} x {cpt} slots per row, and the slots past "
+                     "the row's {cols} columns count in the max and the sum. Fill them with "
+                     "-inf: exp(-inf - max) = 0 adds nothing.")
+
+
+def _matches(a, b, rtol) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    with np.errstate(invalid="ignore"):
+        return bool(np.allclose(a, b, rtol=rtol, atol=1e-30, equal_nan=True))
+
+
+def _in_float16(x, log):
+    """What softmax_cpu's numpy code gives when it computes in the input's float16."""
+    if x.dtype != np.float16:
+        return None
+    with np.errstate(all="ignore"):
+        shifted = x - x.max(axis=1, keepdims=True)
+        if log:
+            return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        e = np.exp(shifted)
+        return e / e.sum(axis=1, keepdims=True)
+
+
+def _log_of_softmax(x):
+    with np.errstate(all="ignore"):
+        shifted = x.astype(np.float32) - x.astype(np.float32).max(axis=1, keepdims=True)
+        e = np.exp(shifted)
+        return np.log(e / e.sum(axis=1, keepdims=True)).astype(x.dtype)
+
+
+def _sum_unshifted(x):
+    """exp(x - max) / sum(exp(x)), in float64."""
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        return np.exp(x64 - x64.max(axis=1, keepdims=True)) / np.exp(x64).sum(
+            axis=1, keepdims=True)
+
+
+def _warp_sum_over_32_lanes(x, config, log):
+    """The warp kernel with each row's sum reduced over 32 lanes instead of its group's:
+    rows first + r of every group of a tile share one sum (see make_warp_softmax)."""
+    _pack, _cpt, width, per_thread = config
+    if width >= 32:
+        return None
+    groups = 32 // width
+    tile = groups * per_thread
+    x64 = x.astype(np.float64)
+    rows = x64.shape[0]
+    with np.errstate(all="ignore"):
+        shifted = x64 - x64.max(axis=1, keepdims=True)
+        sums = np.full(-(-rows // tile) * tile, np.nan)  # rows past the last: -inf - -inf
+        sums[:rows] = np.exp(shifted).sum(axis=1)
+        shared = sums.reshape(-1, groups, per_thread).sum(axis=1, keepdims=True)
+        total = np.broadcast_to(shared, (sums.size // tile, groups, per_thread)).reshape(-1)
+        total = total[:rows, None]
+        return shifted - np.log(total) if log else np.exp(shifted) / total
+
+
+def _zero_padding(x, pad, log):
+    """Softmax of each row with ``pad`` zeros appended (padding slots filled with 0)."""
+    if pad <= 0:
+        return None
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        m = np.maximum(x64.max(axis=1, keepdims=True), 0.0)
+        total = np.exp(x64 - m).sum(axis=1, keepdims=True) + pad * np.exp(-m)
+        return x64 - m - np.log(total) if log else np.exp(x64 - m) / total
 
 
 # --- launching --------------------------------------------------------------------------------
@@ -604,9 +729,23 @@ def _dispatch_cases(log=False):
         sim.append(shape(1, SMEM_LIMIT // 4 + 88, kind="masked"))
         choose = tuple(shape(1, 1, kind="block size", note=f"resident blocks {table}")
                        for table, _ in BLOCK_TABLES)
-        sim = list(choose) + sim
-        gpu = list(choose) + gpu
+        sim = list(choose) + list(plan_boundary_cases()) + sim
+        gpu = list(choose) + list(plan_boundary_cases()) + gpu
     return {"sim": tuple(sim), "gpu": tuple(gpu)}
+
+
+def plan_boundary_cases() -> tuple[Shape, ...]:
+    """The plan alone (no launch) on each side of each of its decisions: the warp kernel up
+    to WARP_MAX_COLS columns (float32 and float16), then float16 uncached, float32 in shared
+    memory up to SMEM_LIMIT - 16 KiB bytes of row, uncached past SMEM_LIMIT (in between,
+    either)."""
+    smem_only = (SMEM_LIMIT - 16 * 1024) // 4
+    columns = [(WARP_MAX_COLS, "float32"), (WARP_MAX_COLS + 1, "float32"),
+               (WARP_MAX_COLS, "float16"), (WARP_MAX_COLS + 1, "float16"),
+               (smem_only, "float32"), (SMEM_LIMIT // 4 + 1, "float32"),
+               (SMEM_LIMIT // 4 + 1, "float16")]
+    return tuple(shape(2, cols, dtype, kind="plan", note="plan only, no launch")
+                 for cols, dtype in columns)
 
 
 WARP_MAX_COLS = 2048  # the warp kernel up to here; then float16 goes uncached (measured)
@@ -632,12 +771,16 @@ def _table(case) -> tuple[int, ...]:
 def _make_dispatch(rng, case):
     if case.kind == "block size":
         return {"table": _table(case), "case": case, "log": False, "x": np.zeros((1, 1))}
+    if case.kind == "plan":
+        return {"case": case, "log": False, "x": np.zeros((case.rows, case.cols), case.dtype)}
     return make_matrix(rng, case)
 
 
 def _reference_dispatch(inputs):
     if "table" in inputs:
         return dict(BLOCK_TABLES)[inputs["table"]]
+    if inputs["case"].kind == "plan":
+        return expected_variant(inputs["case"].cols, inputs["case"].dtype)
     return reference(inputs)
 
 
@@ -646,6 +789,8 @@ def _run_dispatch(ns, inputs, mode):
         counts = dict(zip((128, 256, 512, 1024), inputs["table"]))
         return ns["choose_block_size"](lambda threads: counts[threads])
     case, x = inputs["case"], inputs["x"]
+    if case.kind == "plan":
+        return ns["plan"](L.cuda().to_device(x), L.cuda().device_array_like(x))
     d_x = _device_input(x)
     d_y, full = _device_output(x.shape, x.dtype)
     with _quiet_numpy():
@@ -654,7 +799,33 @@ def _run_dispatch(ns, inputs, mode):
     return name, _finish(full, case.rows)
 
 
+def _verify_plan(plan, allowed, case):
+    """The plan's choice for ``case`` (no launch): a kernel of ``allowed``, a block size the
+    kernels take, and a shared-memory kernel given room for the row."""
+    try:
+        name, _, rows_per_block, threads, shared = plan
+    except (TypeError, ValueError):
+        raise Mismatch("plan must return (name, kernel, rows_per_block, threads, "
+                       "shared_bytes)") from None
+    what = f"plan for {case.rows}x{case.cols} {case.dtype}"
+    if name not in allowed:
+        raise Mismatch(f"{what} chose {name!r}; expected {' or '.join(map(repr, allowed))} "
+                       f"(the warp kernel up to {WARP_MAX_COLS} columns; longer float16 rows "
+                       "uncached; longer float32 rows in shared memory while a block of 128 "
+                       "threads fits, then uncached)")
+    if threads % 32 or not 32 <= threads <= 1024 or rows_per_block < 1:
+        raise Mismatch(f"{what}: {threads} threads per block, {rows_per_block} rows per "
+                       "block; the kernels need a multiple of 32 threads, at most 1024, and "
+                       "at least one row per block")
+    if name == "block_smem" and shared < 4 * case.cols:
+        raise Mismatch(f"{what}: {shared} bytes of dynamic shared memory; the row needs "
+                       f"{4 * case.cols}")
+
+
 def _verify_dispatch(got, expected, inputs, mode):
+    if inputs["case"].kind == "plan":
+        _verify_plan(got, expected, inputs["case"])
+        return
     if "table" in inputs:
         table = dict(zip((128, 256, 512, 1024), inputs["table"]))
         if got != expected:
@@ -734,6 +905,9 @@ TUNED_ON = "NVIDIA H200 (cc 9.0), 2026-11-22"
 WARP_PROFILE = (49152, 1024)       # float32, 201 MB each way
 BLOCK_PROFILE = (8192, 4096)       # float32, 134 MB each way, 16 KiB of cache per block
 UNCACHED_PROFILE = (4096, 16384)   # float32, 268 MB each way
+DISPATCH_PROFILE = (393216, 16)    # float32, 25 MB each way: rows a warp would leave 7/8 idle
+SOFTMAX_KERNELS = ("warp_softmax_kernel", "block_smem_softmax_kernel",
+                   "block_uncached_softmax_kernel")
 
 DURATION = "gpu__time_duration.sum"
 DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
@@ -778,6 +952,16 @@ def _profile_block(entry, cached, shape_, threads):
     return profile
 
 
+def _profile_dispatch(ns):
+    """softmax_gpu on DISPATCH_PROFILE: a first call on 64 rows compiles the kernel it picks,
+    the second call's launch is profiled."""
+    for rows in (64, DISPATCH_PROFILE[0]):
+        x, y = _data(rows, DISPATCH_PROFILE[1])
+        with _quiet_numpy():
+            ns["softmax_gpu"](x, y)
+    L.cuda().synchronize()
+
+
 def _rule(metric, label, why, **bound):
     return MetricRule(metric=metric, label=label, why=why, tuned_on=TUNED_ON, **bound)
 
@@ -806,9 +990,28 @@ METRICS = {
                      "one thread per row 72x)", max_ratio=1.5)),
         profile=_profile_block("make_block_uncached_softmax", False, UNCACHED_PROFILE, 512),
         kernels=("block_uncached_softmax_kernel",)),
+    "dispatch": dict(
+        rules=(MetricRule(DURATION, f"duration ({DISPATCH_PROFILE[0]} x {DISPATCH_PROFILE[1]} "
+                          "float32)", "short rows need thread groups narrower than a warp "
+                          "(warp_config: 4 lanes and 2 rows each for 16 float32 columns): a "
+                          "whole warp per 16-column row leaves 28 of its 32 lanes idle",
+                          "layernorm.dispatch's runs on the same shape (NVIDIA H100 80GB "
+                          "HBM3, 2026-11-25); not yet checked on a GPU for softmax",
+                          max_ratio=1.3),),
+        profile=_profile_dispatch, kernels=SOFTMAX_KERNELS),
 }
 
-EXERCISES = with_metric_rules(EXERCISES, METRICS)
+# Exercises without a metric rule, and why.
+NO_METRIC_RULE = {
+    "cpu": "CPU-only: numpy",
+    "naive": "the lesson's baseline, slow by design (one thread per row, reads strided by the "
+             "row length): its speed is what the later kernels improve on, not a target",
+    "log": "its code, log_softmax_cpu, runs on the CPU (numpy); on the GPU it runs "
+           "softmax_gpu(log=True), whose plan and kernels are the dispatch, warp and block "
+           "exercises', measured by their rules",
+}
+
+EXERCISES = with_metric_rules(EXERCISES, METRICS, NO_METRIC_RULE)
 
 # Slow but correct submissions, each (description, text in the solution cell, replacement):
 # with no text, the replacement is the whole cell. Each must fail every metric rule of its
@@ -893,6 +1096,13 @@ def make_block_smem_softmax(dtype, pack, log=False):
                                                    "            return\n"
                                                    "        row = cuda.blockIdx.x",
                                                    "cuda.gridDim.x")),
+    # The kernel the plan picks is right ("warp"); its configuration is not: a whole warp per
+    # row, one row per thread, whatever the row's length.
+    "softmax.dispatch": ("a whole warp per row even for rows of 16 columns (no narrow thread "
+                         "groups)",
+                         "        per_thread, width, rows_per_thread = warp_config(cols, pack)\n",
+                         "        per_thread, width, rows_per_thread = (\n"
+                         "            pack * -(-cols // (32 * pack)), 32, 1)\n"),
 }
 
 # Correct submissions written differently from the reference solution, each (description,
@@ -1385,6 +1595,18 @@ def make_block_uncached_softmax(dtype, pack, log=False):
 
     return block_uncached_softmax_kernel
 '''),
+    ),
+    "softmax.dispatch": (
+        ("blocks of 256 threads for the warp kernel",
+         "WARP_THREADS = 128         # block size of the warp kernel: 4 warps\n",
+         "WARP_THREADS = 256         # block size of the warp kernel: 8 warps\n"),
+        ("grids of at most 16 blocks per SM of an H100: the kernels loop over the other rows",
+         "        grid = -(-rows // rows_per_block)\n",
+         "        grid = min(-(-rows // rows_per_block), 16 * 132)\n"),
+        ("one row per thread in narrow groups too",
+         "        per_thread, width, rows_per_thread = warp_config(cols, pack)\n",
+         "        per_thread, width, _ = warp_config(cols, pack)\n"
+         "        rows_per_thread = 1\n"),
     ),
 }
 
