@@ -133,6 +133,57 @@ def test_a_part_counts_errors_not_warnings():
     assert tools.parse_part("racecheck", "nothing to report").errors == 0
 
 
+def _executable(path: Path) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_compute_sanitizer_is_found_on_path_then_cuda_home_then_the_default_place(tmp_path,
+                                                                                  monkeypatch):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    fallback = _executable(tmp_path / "usr-local-cuda" / "compute-sanitizer")
+    monkeypatch.setattr(tools, "FALLBACK_PATHS", (fallback,))
+    assert tools.find_tool() == fallback
+    (tmp_path / "cuda-path" / "bin").mkdir(parents=True)
+    not_executable = tmp_path / "cuda-path" / "bin" / "compute-sanitizer"
+    not_executable.write_text("")
+    monkeypatch.setenv("CUDA_PATH", str(tmp_path / "cuda-path"))
+    assert tools.find_tool() == fallback  # a file that cannot run is not the tool
+    home = _executable(tmp_path / "cuda-home" / "bin" / "compute-sanitizer")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda-home"))
+    assert tools.find_tool() == home
+    on_path = _executable(tmp_path / "bin" / "compute-sanitizer")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert tools.find_tool() == on_path
+    monkeypatch.setattr(tools, "FALLBACK_PATHS", ())
+    monkeypatch.setenv("PATH", str(empty))
+    for name in ("CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(name)
+    assert tools.find_tool() is None
+
+
+def test_compute_sanitizer_runs_the_runner_under_the_tool():
+    command = tools.command("/cuda/bin/compute-sanitizer", "racecheck", Path("job.json"),
+                            Path("events.jsonl"))
+    assert command[:3] == ["/cuda/bin/compute-sanitizer", "--tool", "racecheck"]
+    options = dict(zip(command[3:9:2], command[4:9:2]))
+    # an error found makes the tool exit with ERROR_EXITCODE, which parse counts as an error
+    # even without a summary line; API errors of the grader's own CUDA calls are not reported
+    assert options == {"--error-exitcode": str(tools.ERROR_EXITCODE),
+                       "--report-api-errors": "no", "--print-limit": "20"}
+    assert command[9:] == [sys.executable, "-m", "grader.runner", "job.json", "events.jsonl"]
+    assert tools.command("cs", "memcheck") == ["cs", "--tool", "memcheck", *command[3:9]]
+    assert tools.parse("racecheck", "no summary\n", tools.ERROR_EXITCODE).errors is None
+    clean_but_failed = "========= ERROR SUMMARY: 0 errors\n"
+    assert tools.parse("memcheck", clean_but_failed, tools.ERROR_EXITCODE).errors == 1
+
+
 # --- ncu: one run per notebook, the report split at the marker kernel ---------------------------
 
 def launch(name, value=1.0):
@@ -161,6 +212,73 @@ def test_each_segment_gives_its_exercise_the_launch_after_the_compile_launch(mon
     assert found[exercise.id]["student"]["gpu__time_duration.sum"] == 2
     assert found[exercise.id]["reference"]["gpu__time_duration.sum"] == 4
     assert not reasons
+
+
+def test_ncu_is_found_on_path_then_in_the_default_place(tmp_path, monkeypatch):
+    from grader import ncu
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    fallback = _executable(tmp_path / "cuda" / "ncu")
+    monkeypatch.setattr(ncu, "NCU_FALLBACKS", (fallback,))
+    assert ncu.find_ncu() == fallback
+    on_path = _executable(tmp_path / "ncu")
+    assert ncu.find_ncu() == on_path
+    monkeypatch.setenv("PATH", str(tmp_path / "cuda" / "nothing"))
+    monkeypatch.setattr(ncu, "NCU_FALLBACKS", ())
+    assert ncu.find_ncu() is None
+
+
+def test_ncu_command_profiles_the_named_kernels_between_the_markers(monkeypatch):
+    from grader import ncu
+
+    monkeypatch.setattr(ncu, "find_ncu", lambda: "/opt/ncu")
+    command = ncu.command(["a_kernel", MARKER_KERNEL], ["gpu__time_duration.sum", "m.sum"],
+                          Path("out/r.ncu-rep"), launch_skip=1, launch_count=1)
+    assert command[0] == "/opt/ncu"
+    flat = " ".join(command)
+    assert "--metrics gpu__time_duration.sum,m.sum" in flat
+    assert f"--kernel-name regex:^(a_kernel|{MARKER_KERNEL})\\[" in flat
+    assert "--profile-from-start off" in flat  # only between cuda.profile_start and _stop
+    assert "--export out/r.ncu-rep" in flat and "--force-overwrite" in command
+    assert "--launch-skip 1" in flat and "--launch-count 1" in flat
+    whole = ncu.command(["a_kernel"], ["m.sum"], Path("r"))
+    assert "--launch-skip" not in whole and "--launch-count" not in whole
+    monkeypatch.setattr(ncu, "find_ncu", lambda: None)
+    with pytest.raises(ncu.NotAssessed, match="ncu\\) is not installed"):
+        ncu.command(["a_kernel"], ["m.sum"], Path("r"))
+
+
+def test_ncu_output_is_checked_for_a_report(tmp_path):
+    from grader import ncu
+
+    report = tmp_path / "r.ncu-rep"
+    with pytest.raises(ncu.NotAssessed, match="profiled no kernel matching \\['k'\\]"):
+        ncu.check_output("==PROF== Disconnected\n", report, ["k"])
+    report.write_bytes(b"x")
+    assert ncu.check_output("", tmp_path / "r", ["k"]) == report  # ncu adds the suffix
+    with pytest.raises(ncu.NotAssessed, match="profiled no kernel"):
+        ncu.check_output("==WARNING== No kernels were profiled.", report, ["k"])
+    with pytest.raises(ncu.NotAssessed, match="ERR_NVGPUCTRPERM"):
+        ncu.check_output("==ERROR== ERR_NVGPUCTRPERM", report, ["k"])
+
+
+def test_a_crash_a_timeout_or_a_missing_launch_is_the_reason_given(monkeypatch):
+    exercise = get("reduction.shared")
+    kernel = exercise.entry
+    attempt = Attempt(events=[{"segment": [exercise.id, "student"]},
+                              {"failed": ["reduction.simple", "student"], "why": "NameError"}],
+                      output="Segmentation fault", returncode=-11, crashed="reduction.segmented",
+                      timed_out="reduction.coarsened", extra={"report": Path("x.ncu-rep")})
+    launches = [launch(MARKER_KERNEL), launch(kernel, 1)]  # only the compile launch
+    monkeypatch.setattr("grader.profiling.ncu.check_output", lambda output, report, k: report)
+    monkeypatch.setattr("grader.profiling.read_metrics", lambda report, metrics: launches)
+    found, reasons = {}, {}
+    _read_attempt(attempt, [exercise], ["gpu__time_duration.sum"], [kernel], 60, found, reasons)
+    assert not found
+    assert reasons["reduction.simple"] == "the student's profiling launch failed: NameError"
+    assert reasons["reduction.coarsened"] == "ncu did not finish within 60 s"
+    assert reasons["reduction.segmented"].startswith("the profiled process crashed (signal ")
+    assert reasons[exercise.id] == f"ncu profiled no launch of ^({kernel})\\[ for the student"
 
 
 # --- the command line ---------------------------------------------------------------------------
