@@ -186,10 +186,13 @@ def expect_layer_norm(got, inputs: dict, expected, seq: int) -> None:
     for name, array in (("mean", mean), ("rstd", rstd)):
         nan = np.nonzero(np.isnan(array))[0]
         if nan.size:
+            one_value = (" These rows hold one value each: m2 / (n - 1), the sample variance, "
+                         "is 0 / 0 there (LayerNorm divides by n)." if cols == 1 else "")
             raise Mismatch(f"{name} of rows {_rows_text(nan, rows)} is NaN (the other statistic "
                            "is written). An rstd of NaN is the square root of a negative "
                            "variance: E[x^2] - E[x]^2 goes negative when it cancels "
-                           "catastrophically (use Welford), or 0 / 0 from a count of 0.")
+                           "catastrophically (use Welford), or 0 / 0 from a count of 0."
+                           + one_value)
     eps = float(inputs["eps"])
     tol_mean, rel_rstd, why = stat_tolerances(x, eps, seq)
     x64 = x.astype(np.float64)
@@ -355,6 +358,18 @@ def _y_hint(y, x64, mean, rstd, inputs, wrong) -> str:
             return "y equals (x - mean) * rstd * gamma: beta is missing."
         if np.allclose(y, xhat + beta, rtol=1e-3, atol=1e-3):
             return "y equals (x - mean) * rstd + beta: gamma is missing."
+    gamma = inputs["gamma"].astype(np.float64) if inputs["affine"] else 1.0
+    beta = inputs["beta"].astype(np.float64) if inputs["affine"] else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unshifted = x64 * rstd[:, None] * gamma + beta
+        divided = (x64 - mean[:, None]) / rstd[:, None] * gamma + beta
+    for candidate, text in ((unshifted, "y equals x * rstd (times gamma, plus beta): the mean "
+                                        "was not subtracted, y = (x - mean) * rstd."),
+                            (divided, "y equals (x - mean) / rstd: rstd is 1 / std already, "
+                                      "multiply by it.")):
+        if np.allclose(y, candidate, rtol=1e-3, atol=1e-3) and \
+                not np.allclose(candidate, xhat * gamma + beta, rtol=1e-3, atol=1e-3):
+            return text
     if rows_ok.any() and wrong.any():
         cols_bad = wrong.any(axis=0)
         if cols_bad.all():
@@ -403,6 +418,51 @@ def _stats32(parts):
     m2 = np.array([((p - p.mean()) ** 2).sum() if p.size else 0.0 for p in parts], np.float32)
     count = np.array([p.size for p in parts], np.float32)
     return mean, m2, count
+
+
+def _variance_hint(kind: str, got, x64) -> str:
+    """The mistake whose variance ``got`` equals on every row (where it differs from the
+    right one), as a sentence starting with a space; "" if none does."""
+    n = x64.shape[1]
+    var = x64.var(axis=1)
+    candidates = [
+        (x64.var(axis=1, ddof=1) if n > 1 else None,
+         "That is the sample variance (m2 / (n - 1)): return m2 / n." if kind == "welford" else
+         "That is the sample variance (divided by n - 1): the variance here divides the sum by "
+         "n, the number of values."),
+        (np.sqrt(var), "That is the standard deviation (the square root of the variance): "
+                       "return the variance itself."),
+        ((x64 * x64).mean(axis=1),
+         "That is the mean of x^2: subtract mean * mean." if kind == "naive" else
+         "That is the mean of x^2: subtract the mean from every value before squaring "
+         "(deviation = x - mean)."),
+    ]
+    if kind == "welford":
+        candidates.append((_welford_squared_delta(x64) / n,
+                           "That is Welford's update with m2 += delta * delta (the old mean "
+                           "twice): m2 += delta * (value - mean), with the mean already updated."))
+        if not np.isfinite(got).all():
+            return (" Some variances are NaN or inf: a division by a count of 0? (add 1 to the "
+                    "count before dividing delta by it)")
+    for candidate, text in candidates:
+        if candidate is None:
+            continue
+        with np.errstate(invalid="ignore"):
+            if np.allclose(got, candidate, rtol=1e-3, atol=0) and \
+                    not np.allclose(candidate, var, rtol=1e-3, atol=0):
+                return " " + text
+    return ""
+
+
+def _welford_squared_delta(x64):
+    """m2 of Welford's update done wrong, m2 += delta * delta (delta = value - old mean)."""
+    mean = np.zeros(x64.shape[0])
+    m2 = np.zeros(x64.shape[0])
+    for count, value in enumerate(x64.T, start=1):
+        delta = value - mean
+        m2 += delta * delta
+        mean += delta / count
+    return m2
 
 
 def _run_variance(ns, inputs, mode):
@@ -454,8 +514,7 @@ def _verify_variance(got, expected, inputs, mode):
             if kind != "naive" and abs(mean[r]) > 100 * math.sqrt(var[r]):
                 hint = (f" This row's mean is {abs(mean[r]) / math.sqrt(var[r]):.3g} times its "
                         "standard deviation: E[x^2] - E[x]^2 cancels catastrophically there.")
-            if kind == "welford" and np.allclose(got, var * cols / max(cols - 1, 1), rtol=1e-4):
-                hint = " That is the sample variance (m2 / (n - 1)): return m2 / n."
+            hint = _variance_hint(kind, got, x64) or hint
             raise Mismatch(f"{what} of row {r} ({rows} x {cols} float32): expected "
                            f"{var[r]:.9g}, got {got[r]:.9g}; |diff| {abs(got[r] - var[r]):.3g} "
                            f"> tolerance {tol[r]:.3g}.{hint}")
