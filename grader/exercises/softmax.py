@@ -36,7 +36,8 @@ The simulator cases of the kernel exercises add boundary shapes made from each
 kernel's own launch parameters (:func:`warp_boundary_cases`,
 :func:`block_boundary_cases`): columns just below, at and above what one pass of a
 thread group or block covers, for each pack size, and rows that end inside a warp's
-tile of rows or inside a block.
+tile of rows or inside a block. The dispatcher's plan is checked alone, without a launch,
+on both sides of each of its decisions (:func:`plan_boundary_cases`).
 """
 
 from __future__ import annotations
