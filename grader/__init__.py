@@ -23,6 +23,8 @@ def check(exercise_id: str, namespace: dict | None = None, seed: int | None = No
     from grader import contained
     from grader.exercise import check_exercise, gpu_hang_notice
     from grader.exercises import get
+    from grader.locations import result_in_cell_terms
+    from grader.progress import CheckProgress
     from workbook import current_mode
 
     if namespace is None:
@@ -32,13 +34,17 @@ def check(exercise_id: str, namespace: dict | None = None, seed: int | None = No
     why = f"{contained.PROCESS_ENV}=notebook"
     if contained.use_child(mode):
         try:
-            return contained.check_in_child(exercise, namespace, mode, seed=seed)
+            with CheckProgress(exercise_id, mode) as shown:
+                result = contained.check_in_child(exercise, namespace, mode, seed=seed,
+                                                  on_case=shown.case)
+            return result_in_cell_terms(result)
         except contained.NotContained as exc:
             why = f"a checking process cannot be used: {exc}"
             print(f"{exercise_id}: this check runs in the notebook's own process, because "
                   f"{why}", file=sys.stderr)
-    with gpu_hang_notice(exercise_id, mode, why=why):
-        return check_exercise(exercise, namespace, mode, seed=seed)
+    with gpu_hang_notice(exercise_id, mode, why=why), CheckProgress(exercise_id, mode) as shown:
+        return result_in_cell_terms(
+            check_exercise(exercise, namespace, mode, seed=seed, on_case=shown.case))
 
 
 def _prewarm_in_notebook() -> None:
@@ -70,7 +76,6 @@ def explain_rules(lesson: str) -> None:
 
 
 _prewarm_in_notebook()
-
 _gpu_compile.warm_up_in_notebook()  # simulator: the kernels also compile for sm_90
 
 __all__ = ["check", "explain_rules"]

@@ -1,28 +1,57 @@
 """The ``grader`` command line.
 
 Exit codes: 0 every graded exercise passed; 1 some exercise did not pass;
-2 bad input (no such notebook, not a lesson notebook, unknown mode, mode unavailable).
+2 bad input (no such notebook, not a lesson notebook, an exercise the notebooks do not
+have, unknown mode, mode unavailable); 130 interrupted (Ctrl-C).
+
+Every module that takes long to import (numpy, numba, nbformat, the exercise catalogue) is
+imported inside the command that needs it, so that ``grader --help`` answers at once.
 """
 
 from __future__ import annotations
 
+import inspect
+import os
+import re
+import signal
+import sys
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
+from typer.core import TyperCommand, TyperGroup
 
-from grader import notebook as nbmod
-from grader import report as rep
-from grader.grade import exercises_in, grade_notebook
 from grader.gradescope import gradescope_bundle
-from grader.progress import PhaseDisplay
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+FLAG = ""  # the metavar of a boolean flag: none (typer would show <bool>)
+
+
+class _PlainHelpFlag:
+    """--help listed without a <bool> metavar."""
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = FLAG
+        return option
+
+
+class Command(_PlainHelpFlag, TyperCommand):
+    pass
+
+
+class Group(_PlainHelpFlag, TyperGroup):
+    pass
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=Group,
                   help="Grade Numba-CUDA Workbook notebooks and build the student lessons.")
 console = Console()
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class Mode(StrEnum):
@@ -31,33 +60,56 @@ class Mode(StrEnum):
     gpu = "gpu"
 
 
+MODE_HELP = "sim (CUDA simulator), gpu, or auto-detect."
+EXERCISE_HELP = ("Grade only this exercise (repeatable). Ids are LESSON.NAME, e.g. -e "
+                 "reduction.shared; grader list shows every lesson's ids.")
+METRICS_HELP = ("gpu mode: apply the Nsight Compute metric rules to the exercises that pass "
+                "(the simulator has no hardware counters: in sim mode they are not assessed).")
+SANITIZERS_HELP = ("gpu mode: run compute-sanitizer (memcheck, racecheck, synccheck) and the "
+                   "simulator's sanitizer on small cases beside the check. In sim mode the "
+                   "simulator's sanitizer is part of every check, with or without this flag.")
+TIMEOUT_HELP = ("Seconds a test case may run: the simulator stops it and shows what each "
+                "thread was doing; on a GPU its process is killed.")
+TIMEOUT_DEFAULT = "20 in sim mode, 300 in gpu mode"
+SEED_HELP = ("Seed of the random inputs. A failed case prints the seed that reruns it "
+             "(with -e and the same seed, the same inputs).")
+
+
+def error(message) -> None:
+    """Print a usage error, its text verbatim."""
+    console.print(Text.assemble(("error:", "red"), " ", str(message)), soft_wrap=True)
+
+
 @app.command()
 def check(
     paths: Annotated[list[Path], typer.Argument(help="Notebooks, or lesson folders.")],
-    mode: Annotated[Mode, typer.Option(help="sim (CUDA simulator), gpu, or auto-detect.")] = (
-        Mode.auto),
+    mode: Annotated[Mode, typer.Option(help=MODE_HELP)] = Mode.auto,
     exercise: Annotated[list[str] | None, typer.Option(
-        "--exercise", "-e", help="Grade only this exercise (repeatable), e.g. -e "
-        "reduction.shared.")] = None,
+        "--exercise", "-e", help=EXERCISE_HELP, show_default=False)] = None,
     metrics: Annotated[bool, typer.Option(
-        "--metrics/--no-metrics", help="Apply the Nsight Compute metric rules (gpu mode).")]
-    = True,
+        "--metrics/--no-metrics", help=METRICS_HELP, metavar=FLAG)] = True,
     sanitizers: Annotated[bool, typer.Option(
-        "--sanitizers/--no-sanitizers", help="Run compute-sanitizer and the simulator pass "
-        "(gpu mode).")] = True,
+        "--sanitizers/--no-sanitizers", help=SANITIZERS_HELP, metavar=FLAG)] = True,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
     = None,
     gradescope: Annotated[Path | None, typer.Option(help="Write Gradescope's results.json.")]
     = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds allowed per exercise.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed for the random tests.")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        help=TIMEOUT_HELP, show_default=TIMEOUT_DEFAULT)] = None,
+    seed: Annotated[int | None, typer.Option(
+        help=SEED_HELP, show_default="a new one each run, printed")] = None,
 ) -> None:
     """Grade notebooks; print a table; exit 0 only if every exercise passes.
 
     Examples: grader check lessons/02_reduction --mode sim --json report.json;
     grader check lessons/02_reduction -e reduction.shared --no-metrics --no-sanitizers
     (a quick check of one exercise: what is skipped is reported as not assessed).
+
+    Ctrl-C stops the grading at once (exit code 130); nothing is reported then.
     """
+    from grader import notebook as nbmod
+    from grader.exercise import new_seed
+    from grader.grade import exercises_in
     from grader.sanitizer import selected_tools
     from workbook.mode import ModeError, resolve
 
@@ -66,24 +118,27 @@ def check(
         resolved = resolve(mode.value)
         notebooks = [nbmod.load(p) for p in nbmod.find_notebooks(paths)]
         plan = [(nb, exercises_in(nb, only)) for nb in notebooks]
+        foreign_exercises(notebooks, only)
         plan = [(nb, ids) for nb, ids in plan if ids is not None]
         selected_tools()
     except (ModeError, nbmod.NotebookError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        error(exc)
         raise typer.Exit(EXIT_USAGE) from None
 
-    reports = []
-    for nb, ids in plan:
-        phases = PhaseDisplay(console, f"{nb.path} ({resolved} mode)")
-        with phases:
-            try:
-                reports.append(grade_notebook(nb, resolved, timeout, seed, on_result=_progress,
-                                              exercises=ids, metrics=metrics,
-                                              sanitizers=sanitizers, on_phase=phases.update))
-            except nbmod.NotebookError as exc:
-                console.print(f"[red]error:[/] {exc}", soft_wrap=True)
-                raise typer.Exit(EXIT_USAGE) from None
-        console.print(f"  {nb.path}: graded in {reports[-1].seconds:.1f} s")
+    seed = new_seed() if seed is None else seed
+    console.print(Text(f"{resolved} mode, seed {seed} (--seed {seed} gives the same inputs)"))
+    try:
+        with stop_on_interrupt():
+            reports = grade_all(plan, resolved, timeout, seed, metrics, sanitizers)
+    except KeyboardInterrupt:
+        console.print(Text.assemble(("interrupted:", "yellow"), " grading stopped (Ctrl-C); "
+                                    "no report was written"))
+        exit_now(EXIT_INTERRUPTED)
+    except nbmod.NotebookError as exc:
+        error(exc)
+        raise typer.Exit(EXIT_USAGE) from None
+    from grader import report as rep
+
     rep.render_table(reports, console)
     if json_path:
         rep.write_json(rep.json_report(reports), json_path)
@@ -92,13 +147,101 @@ def check(
     raise typer.Exit(EXIT_OK if all(r.passed for r in reports) else EXIT_FAILED)
 
 
+def grade_all(plan, mode: str, timeout, seed: int, metrics: bool, sanitizers: bool) -> list:
+    """Grade each (notebook, exercise ids) of ``plan`` under a status line."""
+    from grader.grade import grade_notebook
+    from grader.progress import PhaseDisplay
+
+    reports = []
+    for nb, ids in plan:
+        with PhaseDisplay(console, f"{nb.path} ({mode} mode)") as phases:
+            reports.append(grade_notebook(nb, mode, timeout, seed, on_result=_progress,
+                                          exercises=ids, metrics=metrics,
+                                          sanitizers=sanitizers, on_phase=phases.update))
+        console.print(Text(f"  {nb.path}: graded in {reports[-1].seconds:.1f} s"))
+    return reports
+
+
+def foreign_exercises(notebooks, only: list[str]) -> None:
+    """Raise NotebookError for an id of ``only`` that none of the notebooks' lessons has,
+    naming the exercises they have."""
+    from grader.exercises import LESSONS
+    from grader.notebook import NotebookError
+
+    lessons = {nb.lesson: nb for nb in notebooks}
+    have = {e.id for lesson in lessons for e in LESSONS.get(lesson, ())}
+    missing = [i for i in only if i not in have]
+    if not missing:
+        return
+    theirs = "; ".join(f"{nb.path} (lesson {lesson}) has "
+                       f"{', '.join(e.id for e in LESSONS.get(lesson, ()))}"
+                       for lesson, nb in lessons.items())
+    raise NotebookError(f"no notebook given has the exercise {', '.join(missing)}: {theirs} "
+                        f"(grader list shows every lesson's exercises)")
+
+
+@contextmanager
+def stop_on_interrupt():
+    """Ctrl-C (SIGINT) kills every grading process at once and raises KeyboardInterrupt: the
+    grading threads, polling their processes, see the stop and end without starting more."""
+    from grader.session import STOP
+
+    def interrupted(signum, frame):
+        STOP.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def exit_now(code: int) -> None:
+    """Exit at once: the grading processes are gone, and unloading the thousand modules
+    grading imported (numpy, numba) would take a second or more on a busy machine."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _progress(result) -> None:
     phases = ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in result.timings.items())
-    console.print(f"  {result.id}: {result.status} ({result.seconds:.1f} s"
-                  f"{': ' + phases if len(result.timings) > 1 else ''})")
+    console.print(Text(f"  {result.id}: {result.status} ({result.seconds:.1f} s"
+                       f"{': ' + phases if len(result.timings) > 1 else ''})"))
 
 
-EXIT_INTERRUPTED = 130
+@app.command(name="list")
+def list_exercises(
+    lesson: Annotated[str | None, typer.Argument(
+        help="A lesson: 02_reduction, reduction, or its folder or notebook; all by default.",
+        show_default=False)] = None,
+) -> None:
+    """List the exercises: id, points, title and the metric rules applied in gpu mode.
+
+    Example: grader list reduction
+    """
+    from grader.exercises import LESSONS
+    from grader.report import exercise_table
+
+    chosen = sorted(LESSONS) if lesson is None else [find_lesson(lesson, LESSONS)]
+    if chosen == [None]:
+        error(f"no lesson {lesson!r}; the lessons are {', '.join(sorted(LESSONS))}")
+        raise typer.Exit(EXIT_USAGE)
+    for name in chosen:
+        console.print(exercise_table(name, LESSONS[name]))
+
+
+def find_lesson(text: str, lessons) -> str | None:
+    """The lesson named by ``text``: its folder name (02_reduction), the name without the
+    number (reduction), or a path to its folder or notebook."""
+    for candidate in (text, Path(text).name, Path(text).parent.name, Path(text).stem):
+        for lesson in lessons:
+            if candidate in (lesson, lesson.split("_", 1)[-1]):
+                return lesson
+    return None
+
+
 
 
 @app.command()
@@ -108,18 +251,17 @@ def batch(
         "(nbgrader's submitted/, a Gradescope export).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the results.")] = Path(
         "grades"),
-    mode: Annotated[Mode, typer.Option(help="sim (CUDA simulator), gpu, or auto-detect.")] = (
-        Mode.auto),
+    mode: Annotated[Mode, typer.Option(help=MODE_HELP)] = Mode.auto,
     exercise: Annotated[list[str] | None, typer.Option(
-        "--exercise", "-e", help="Grade only this exercise (repeatable).")] = None,
+        "--exercise", "-e", help=EXERCISE_HELP, show_default=False)] = None,
     metrics: Annotated[bool, typer.Option(
-        "--metrics/--no-metrics", help="Apply the Nsight Compute metric rules (gpu mode).")]
-    = True,
+        "--metrics/--no-metrics", help=METRICS_HELP, metavar=FLAG)] = True,
     sanitizers: Annotated[bool, typer.Option(
-        "--sanitizers/--no-sanitizers", help="Run compute-sanitizer and the simulator pass "
-        "(gpu mode).")] = True,
-    timeout: Annotated[float | None, typer.Option(help="Seconds allowed per exercise.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed for the random tests.")] = None,
+        "--sanitizers/--no-sanitizers", help=SANITIZERS_HELP, metavar=FLAG)] = True,
+    timeout: Annotated[float | None, typer.Option(
+        help=TIMEOUT_HELP, show_default=TIMEOUT_DEFAULT)] = None,
+    seed: Annotated[int | None, typer.Option(
+        help=SEED_HELP, show_default="a new one for each exercise, printed")] = None,
     scheduler: Annotated[str | None, typer.Option(
         help="Address of a running Dask scheduler (tcp://HOST:8786) whose workers grade; "
         "default: a cluster on this machine.")] = None,
@@ -127,8 +269,8 @@ def batch(
         help="Workers of the local cluster (default: sized from this machine's cores, GPUs "
         "and memory; see docs/instructors.md).")] = None,
     force: Annotated[bool, typer.Option(
-        "--force", help="Re-grade every notebook, even those graded before and unchanged.")]
-    = False,
+        "--force", help="Re-grade every notebook, even those graded before and unchanged.",
+        metavar=FLAG)] = False,
 ) -> None:
     """Grade a class: one JSON report and one Gradescope results file per student, and a
     summary (summary.csv, summary.md), all in --out and written as results arrive.
@@ -149,10 +291,10 @@ def batch(
                              metrics=metrics, sanitizers=sanitizers, timeout=timeout, seed=seed,
                              scheduler=scheduler, workers=workers, force=force, console=console)
     except (BatchError, ModeError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        error(exc)
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]: results so far are in {out}")
+        console.print(Text.assemble(("interrupted", "yellow"), f": results so far are in {out}"))
         raise typer.Exit(EXIT_INTERRUPTED) from None
     console.print(f"{result.submissions} submissions: {len(result.graded)} graded, "
                   f"{len(result.reused)} unchanged (kept), {len(result.errors)} not graded; "
@@ -177,10 +319,10 @@ def release(
     try:
         written = release_tree(solutions, lessons)
     except MarkerError as exc:
-        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        error(exc)
         raise typer.Exit(EXIT_USAGE) from None
     for path in written:
-        console.print(f"wrote {path}")
+        console.print(Text(f"wrote {path}"))
 
 
 @app.command()
@@ -194,6 +336,7 @@ def profile(
     """
     from dataclasses import asdict
 
+    from grader import notebook as nbmod
     from grader.exercises import UnknownExercise, get
     from grader.metric_rules import format_outcome
     from grader.profiling import assess
@@ -205,16 +348,16 @@ def profile(
         cells = [asdict(c) for c in nb.program_for(ex.id)]
         mode = resolve()
     except (nbmod.NotebookError, UnknownExercise, ModeError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        error(exc)
         raise typer.Exit(EXIT_USAGE) from None
     if not ex.metric_rules:
-        console.print(f"{ex.id} declares no metric rules")
+        console.print(Text(f"{ex.id} declares no metric rules"))
         raise typer.Exit(EXIT_OK)
-    with console.status(f"profiling {ex.id} and its reference with ncu"):
+    with console.status(Text(f"profiling {ex.id} and its reference with ncu")):
         metrics = assess(ex, cells, mode)
     for outcome in metrics["rules"]:
-        console.print(format_outcome(outcome))
-        console.print(f"  why: {outcome['why']} (tuned on {outcome['tuned_on']})")
+        console.print(Text(format_outcome(outcome)))
+        console.print(Text(f"  why: {outcome['why']} (tuned on {outcome['tuned_on']})"))
 
 
 @app.command()
@@ -226,6 +369,19 @@ def doctor() -> None:
 
 
 app.command("gradescope-bundle")(gradescope_bundle)  # grader/gradescope.py
+
+
+def reflow(text: str) -> str:
+    """Help text with each paragraph on one line: the terminal wraps it at its own width
+    (typer keeps a docstring's line breaks, which break sentences on a narrow terminal)."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(re.sub(r"\s*\n\s*", " ", p) for p in paragraphs)
+
+
+for _command in app.registered_commands:  # keep last: every command is defined above
+    _command.help = reflow(_command.help or inspect.getdoc(_command.callback) or "")
+    if _command.cls in (None, TyperCommand):
+        _command.cls = Command
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ exercise cells) and run the same randomized and edge-case tests.
 
 from __future__ import annotations
 
+import re
+import secrets
 import sys
 import threading
 import time
@@ -114,11 +116,39 @@ def with_metric_rules(exercises: tuple[Exercise, ...], metrics: Mapping[str, dic
     return tuple(attach(ex) for ex in exercises)
 
 
+# the simulator's reports that name the thread, its block and the line themselves
+_LOCATED = ("SanitizerError", "WarpCollectiveError")
+_SIM_THREAD = re.compile(r"^tid=\[[^\]]*\] ctaid=\[[^\]]*\]: ")  # numba's simulator prefix
+
+
 def describe_exception(exc: BaseException) -> str:
-    """The exception and the frames of the student's own code (notebook cells) only."""
+    """The exception and the frames of the student's own code (notebook cells) only; for a
+    simulator report that already names thread, block and line, the report alone."""
+    if {c.__name__ for c in type(exc).__mro__} & set(_LOCATED):
+        return f"{type(exc).__name__}: {_SIM_THREAD.sub('', str(exc))}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_student_frame(f.filename)]
     where = "".join(traceback.format_list(frames[-4:]))
     return f"{type(exc).__name__}: {exc}" + (f"\n{where.rstrip()}" if where else "")
+
+
+def students_fault(exc: BaseException) -> bool:
+    """Whether an exception raised while a case ran comes from the student's code (a frame of
+    it in the traceback, or numba rejecting it), not from the grader or the machine."""
+    from numba.core.errors import NumbaError
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    return isinstance(exc, NumbaError) or any(_is_student_frame(f.filename) for f in frames)
+
+
+def new_seed() -> int:
+    """A run's seed when none is given: short enough to type back as ``--seed``."""
+    return secrets.randbelow(1_000_000)
+
+
+def rerun_hint(exercise_id: str, seed: int) -> str:
+    """How to run a case again with the same inputs, in the notebook and in a terminal."""
+    return (f'seed {seed} reruns these inputs: check("{exercise_id}", seed={seed}) in the '
+            f"notebook, or grader check NOTEBOOK -e {exercise_id} --seed {seed}")
 
 
 def check_exercise(
@@ -126,8 +156,18 @@ def check_exercise(
     namespace: Mapping[str, Any],
     mode: str,
     seed: int | None = None,
+    *,
+    on_case: Callable[[int, int, Case], None] | None = None,
+    case_seconds: float | None = None,
+    timeout_setting: str | None = None,
 ) -> ExerciseResult:
-    """Run every case of ``exercise`` against the objects found in ``namespace``."""
+    """Run every case of ``exercise`` against the objects found in ``namespace``.
+
+    All case inputs derive from one seed (``seed``, or a new one), which a failed case's
+    message gives back. ``on_case(k, n, case)`` is called as case k of n starts. In the
+    simulator each case is bounded by ``case_seconds`` (default ``WORKBOOK_CHECK_TIMEOUT``),
+    which a timeout's message names as ``timeout_setting``.
+    """
     start = time.monotonic()
     result = ExerciseResult(
         id=exercise.id,
@@ -139,37 +179,47 @@ def check_exercise(
     )
     missing = [name for name in (exercise.entry, *exercise.needs) if name not in namespace]
     if missing:
-        result.status = NOT_IMPLEMENTED if exercise.entry in missing else ERROR
+        result.status = NOT_IMPLEMENTED if exercise.entry in missing else FAILED
         result.messages.append(
-            f"{', '.join(missing)} is not defined: define it in the exercise cell of "
-            f"{exercise.id} (keep the name as given)."
+            f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not defined: define "
+            f"{'it' if len(missing) == 1 else 'them'} in the exercise cell of {exercise.id} "
+            f"(keep the name{'' if len(missing) == 1 else 's'} as given)."
         )
         return _finish(result, start)
     stubs = [name for name in (exercise.entry, *exercise.needs) if is_stub(namespace[name])]
     if stubs:
         result.status = NOT_IMPLEMENTED
         result.messages.append(
-            f"{', '.join(stubs)} still raises NotImplementedError: replace the stub with your code."
+            f"{', '.join(stubs)} still {'raises' if len(stubs) == 1 else 'raise'} "
+            "NotImplementedError: replace the stub with your code."
         )
         return _finish(result, start)
 
     from grader.gpu_compile.step import CompileStep
 
-    seeds = np.random.SeedSequence(seed)
+    seed = new_seed() if seed is None else seed
     cases = exercise.cases_for(mode)
     compile_step = CompileStep(mode)  # in the simulator: the kernels compile for sm_90 too
-    for case, case_seed in zip(cases, seeds.spawn(len(cases))):
+    limit = (case_seconds, timeout_setting)
+    for k, (case, case_seed) in enumerate(zip(cases, np.random.SeedSequence(seed).spawn(
+            len(cases))), 1):
+        if on_case:
+            on_case(k, len(cases), case)
         case_seed_int = int(case_seed.generate_state(1)[0])
-        run = partial(_run_case, exercise, namespace, mode, case, case_seed_int)
+        run = partial(_run_case, exercise, namespace, mode, case, case_seed_int, limit)
         outcome = compile_step.run(run, len(result.cases), len(cases))
+        outcome.seed = seed  # what reruns it
         result.cases.append(outcome)
         if outcome.status != PASSED:
             result.status = outcome.status
             result.messages.append(f"{case.name()}: {outcome.message}")
+            if outcome.status != NOT_IMPLEMENTED:
+                result.messages.append(rerun_hint(exercise.id, seed))
             break
     if result.status == PASSED:
         result.score = exercise.points
-        result.messages.append(f"all {len(result.cases)} tests passed ({mode} mode)")
+        tests = "the test" if len(result.cases) == 1 else f"all {len(result.cases)} tests"
+        result.messages.append(f"{tests} passed ({mode} mode)")
     result.messages.extend(compile_step.notes)
     return _finish(result, start)
 
@@ -177,7 +227,7 @@ def check_exercise(
 QUIET = (".*will likely result in GPU under-utilization", ".*Host array used in CUDA kernel")
 
 
-def _run_case(exercise, namespace, mode, case, seed) -> CaseResult:
+def _run_case(exercise, namespace, mode, case, seed, limit=(None, None)) -> CaseResult:
     from workbook.sim.watchdog import KernelTimeout  # imports workbook: it picks the mode
 
     rng = np.random.default_rng(seed)
@@ -185,19 +235,21 @@ def _run_case(exercise, namespace, mode, case, seed) -> CaseResult:
     expected = exercise.reference(inputs)
     name = case.name()
     try:
-        with warnings.catch_warnings(), case_time_limit(case, mode) as seconds:
+        with warnings.catch_warnings(), case_time_limit(case, mode, limit[0]) as seconds:
             for message in QUIET:  # numba's hints about the deliberately tiny test launches
                 warnings.filterwarnings("ignore", message=message)
             got = exercise.run(namespace, inputs, mode)
             exercise.verify(got, expected, inputs, mode)
     except KernelTimeout as exc:
-        return _case(name, TIMEOUT, describe_timeout(exercise, name, seconds, exc), seed)
+        return _case(name, TIMEOUT, describe_timeout(exercise, name, seconds, exc, limit[1]),
+                     seed)
     except NotImplementedError as exc:
         return _case(name, NOT_IMPLEMENTED, f"not implemented ({exc})", seed)
     except Mismatch as exc:
-        return _case(name, FAILED, f"{exc} [seed {seed}]", seed)
-    except Exception as exc:  # student code may raise anything
-        return _case(name, ERROR, describe_exception(exc), seed)
+        return _case(name, FAILED, str(exc), seed)
+    except Exception as exc:  # student code may raise anything: a bug of theirs fails the case
+        status = FAILED if students_fault(exc) else ERROR
+        return _case(name, status, describe_exception(exc), seed)
     return _case(name, PASSED, "", seed)
 
 
@@ -205,28 +257,31 @@ SIZE_PER_BOUND = 1 << 16  # elements a case may have before its time limit grows
 
 
 @contextmanager
-def case_time_limit(case: Case, mode: str):
-    """Bound a case in the simulator (``WORKBOOK_CHECK_TIMEOUT`` seconds, more for large
-    cases); yields the bound. On a GPU a kernel cannot be stopped from this process: the
-    grader's per-exercise process timeout bounds it there."""
+def case_time_limit(case: Case, mode: str, seconds: float | None = None):
+    """Bound a case in the simulator (``seconds``, default ``WORKBOOK_CHECK_TIMEOUT``, more
+    for large cases); yields the bound. On a GPU a kernel cannot be stopped from this
+    process: the grader's process timeout bounds it there."""
     from workbook.sim.watchdog import check_timeout, time_limit
 
     if mode != "sim":
         yield None
         return
-    seconds = check_timeout() * max(1.0, case.size / SIZE_PER_BOUND)
+    seconds = (seconds or check_timeout()) * max(1.0, case.size / SIZE_PER_BOUND)
     with time_limit(seconds):
         yield seconds
 
 
-def describe_timeout(exercise: Exercise, case_name: str, seconds: float, exc) -> str:
-    """Which exercise and case hung, what the simulated threads were doing, what to try."""
+def describe_timeout(exercise: Exercise, case_name: str, seconds: float, exc,
+                     setting: str | None = None) -> str:
+    """Which exercise and case hung, what the simulated threads were doing, what to try;
+    ``setting`` names what set the bound (default ``WORKBOOK_CHECK_TIMEOUT``)."""
     from workbook.sim.watchdog import TIMEOUT_ENV
 
+    setting = setting or TIMEOUT_ENV
     head = (f"{exercise.id} did not finish case {case_name} within {seconds:g} s "
-            f"({TIMEOUT_ENV}); it was stopped.")
+            f"({setting}); it was stopped.")
     if exc.diagnosis:
-        return f"{head}\n{exc.diagnosis}"
+        return f"{head}\n{exc.diagnosis.replace(TIMEOUT_ENV, setting)}"
     return (f"{head}\nno kernel was running: the host code did not finish (a host loop such "
             f"as `while changed:` whose condition never becomes false?)\n"
             f"{describe_exception(exc)}")

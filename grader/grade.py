@@ -33,8 +33,11 @@ from grader.profiling import apply_metrics, not_assessed, profile_notebook
 from grader.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, TIMEOUT, ExerciseResult
 from grader.session import HANG_HINT, exercise_seconds, run_exercises
 
-DEFAULT_TIMEOUT = {"sim": 300.0, "gpu": 300.0}
+# seconds a test case may run (--timeout): the simulator stops it and says what each thread
+# was doing; on a GPU its process is killed
+DEFAULT_TIMEOUT = {"sim": 20.0, "gpu": 300.0}
 SKIPPED_METRICS = "skipped on request (--no-metrics)"
+SIM_METRICS = "simulator mode has no hardware counters"
 SKIPPED_SANITIZERS = ("compute-sanitizer and the simulator pass: not run (skipped on request, "
                       "--no-sanitizers)")
 
@@ -274,7 +277,8 @@ def check_phase(order: list[str], cells: list[dict], mode: str, timeout: float,
         if attempt.timed_out:
             exercise = catalogue.get(attempt.timed_out)
             results[exercise.id] = placeholder(
-                exercise, TIMEOUT, f"did not finish within {timeout:g} s: {HANG_HINT}", mode)
+                exercise, TIMEOUT, f"did not finish within {timeout:g} s (--timeout): {HANG_HINT}",
+                mode)
         elif attempt.crashed and attempt.crashed not in results:
             exercise = catalogue.get(attempt.crashed)
             results[exercise.id] = placeholder(
@@ -323,15 +327,15 @@ def profile_passed(results: dict[str, ExerciseResult], exercises: list, cells: l
 def finish(result: ExerciseResult, exercise, mode: str, metrics: bool, sanitizers: bool) -> None:
     """Metric sections for exercises that were not profiled, and notes on skipped phases."""
     if exercise.metric_rules and not result.metrics:
-        if mode != "gpu":
-            reason = "simulator mode has no hardware counters"
+        if mode != "gpu":  # the same for every exercise: the report says it once
+            result.metrics = not_assessed(exercise, SIM_METRICS)
         elif not metrics:
-            reason = SKIPPED_METRICS
+            apply_metrics(result, exercise, not_assessed(exercise, SKIPPED_METRICS))
         elif result.status == FAILED and result.cases and all(c.passed for c in result.cases):
-            reason = "the exercise failed a sanitizer or simulator check"
+            apply_metrics(result, exercise, not_assessed(
+                exercise, "the exercise failed a sanitizer or simulator check"))
         else:
-            reason = "the output is not correct yet"
-        apply_metrics(result, exercise, not_assessed(exercise, reason))
+            apply_metrics(result, exercise, not_assessed(exercise, "the output is not correct yet"))
     if mode == "gpu" and not sanitizers and tools.qualifies(result):
         result.messages.append(SKIPPED_SANITIZERS)
 

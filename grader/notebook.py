@@ -18,8 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
-
 SCHEMA_VERSION = 1
 ROLES = ("setup", "exercise", "check", "example")
 
@@ -76,6 +74,8 @@ def cell_marker(cell) -> dict | None:
 
 def load(path: str | Path) -> LessonNotebook:
     """Parse ``path`` and collect its graded cells, with clear errors for bad input."""
+    import nbformat  # here: importing it takes a second (jsonschema), a notebook check needs none
+
     path = Path(path)
     if not path.is_file():
         raise NotebookError(f"{path}: no such notebook")

@@ -28,8 +28,6 @@ import copy
 import re
 from pathlib import Path
 
-import nbformat
-
 from grader.notebook import cell_marker
 
 BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION\s*$")
@@ -132,6 +130,8 @@ def student_file(text: str, name: str) -> str:
 def release_tree(solutions: Path, lessons: Path) -> list[Path]:
     """Write ``lessons/<lesson>/<name>.ipynb`` for each ``solutions/<lesson>/<name>.ipynb``,
     and copy the lesson folders' other files (C sources with their solutions stubbed)."""
+    import nbformat  # here: the exercise catalogue imports this module for C_STUB
+
     written = []
     for src in sorted(solutions.glob("*/*.ipynb")):
         nb = nbformat.read(src, as_version=4)

@@ -69,7 +69,8 @@ class ExerciseResult:
         """A short human-readable text: status line, then the messages."""
         points = f"{self.score:g}/{self.max_score:g}"
         head = f"[{self.status.upper()}] {self.id} - {self.title} ({points})"
-        return "\n".join([head, *("  " + m for m in self.messages)])
+        lines = [line for m in self.messages for line in m.splitlines() or [""]]
+        return "\n".join([head, *("  " + line for line in lines)])
 
     def _repr_html_(self) -> str:
         import html
@@ -86,3 +87,8 @@ class ExerciseResult:
 
     def __repr__(self) -> str:
         return self.summary()
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``1 element``, ``2 elements``; ``plural_form`` for irregular nouns."""
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"

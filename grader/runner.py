@@ -171,10 +171,11 @@ def run_job(job: dict, events: Events) -> None:
         if action == "profile":
             profile_exercise(exercise, student, reference, error, events)
             continue
-        if error:
-            result = error_result(exercise, error, job["mode"])
+        if error:  # the notebook's setup is not the student's fault, their own cell is
+            result = error_result(exercise, error, job["mode"],
+                                  ERROR if student.broken else FAILED)
         else:
-            result = check(exercise, student.namespace, job)
+            result = check(exercise, student.namespace, job, events)
         result.messages.extend(student.notes)
         events.emit(result=result.to_dict())
         if restart_after(result):
@@ -188,20 +189,32 @@ def restart_after(result: ExerciseResult) -> bool:
     return result.status in (FAILED, ERROR, TIMEOUT)
 
 
-def check(exercise, namespace: dict, job: dict) -> ExerciseResult:
+TIMEOUT_SETTING = "--timeout"  # what bounds a case in the grader (the parent's option)
+
+
+def check(exercise, namespace: dict, job: dict, events: Events | None = None) -> ExerciseResult:
+    """Check one exercise; each case's start is an event (the parent's sign of progress),
+    and in the simulator each case is bounded by the job's ``timeout``."""
     from grader.exercise import check_exercise
 
+    def on_case(k: int, n: int, case) -> None:
+        if events is not None:
+            events.emit(case=[exercise.id, k, n])
+
+    options = {"on_case": on_case, "case_seconds": job.get("timeout"),
+               "timeout_setting": TIMEOUT_SETTING if job.get("timeout") else None}
     if job.get("action") == "sanitize":  # under compute-sanitizer: small cases only
         from grader.sanitizer import small_cases
 
         exercise = small_cases(exercise, job["mode"])
         print(f"{MARKER} begin {exercise.id}", flush=True)
         try:
-            return check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"))
+            return check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"),
+                                  **options)
         finally:
             _synchronize()
             print(f"{MARKER} end {exercise.id}", flush=True)
-    return check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"))
+    return check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"), **options)
 
 
 def _synchronize() -> None:

@@ -17,12 +17,16 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 POLL_SECONDS = 0.05
+STARTUP_S = 60.0  # a process may take this long to start, whatever the timeout
+STOP_GRACE_S = 10.0  # past a simulated case's own bound: for the simulator to stop and report it
+STOP = threading.Event()  # set (Ctrl-C): every grading process is killed, no new one starts
 HANG_HINT = ("an infinite loop, or threads waiting at a barrier some threads never reach?")
 
 
@@ -71,11 +75,16 @@ def run_exercises(
     ``wrap(attempt_number, folder)`` returns the command prefix that runs the child
     under a tool (compute-sanitizer, ncu) and anything to keep about it; files it
     writes in ``folder`` outlive the call only where ``workdir`` is given.
+
+    ``timeout`` bounds each stretch without progress (a test case, or the cells before
+    the first); in the simulator the child bounds each case itself by ``timeout`` and
+    reports what the threads were doing, and the process is killed only if that fails.
     """
     remaining = list(job["exercise_ids"])
+    job = {**job, "timeout": timeout}
     attempts: list[Attempt] = []
     with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
-        while remaining:
+        while remaining and not STOP.is_set():
             folder = Path(workdir or tmp, str(len(attempts)))
             folder.mkdir(parents=True, exist_ok=True)
             prefix, extra = wrap(len(attempts), folder) if wrap else ((), {})
@@ -105,17 +114,21 @@ def _run_once(job: dict, timeout: float, workdir: Path, prefix: list[str],
         timed_out = None
         clock = _Clock(job["exercise_ids"][0])  # start-up counts towards the first exercise
         with open(events_path) as reader:
-            deadline = time.monotonic() + timeout
+            deadline = time.monotonic() + max(timeout, STARTUP_S)  # imports, CUDA context
             while True:
                 finished = proc.poll() is not None
                 for event in _new_events(reader):
                     events.append(event)
                     if "start" in event:
                         clock.switch(event["start"])
-                        deadline = time.monotonic() + timeout
+                    if "start" in event or "case" in event:
+                        deadline = time.monotonic() + _allowed(event, job["mode"], timeout)
                     if on_event:
                         on_event(event)
                 if finished:
+                    break
+                if STOP.is_set():
+                    _kill(proc)
                     break
                 if time.monotonic() > deadline:
                     timed_out = clock.current
@@ -139,6 +152,12 @@ class _Clock:
         now = time.monotonic()
         self.seconds[self.current] = self.seconds.get(self.current, 0.0) + now - self.since
         self.current, self.since = exercise_id, now
+
+
+def _allowed(event: dict, mode: str, timeout: float) -> float:
+    """Seconds of no progress allowed after ``event``: in the simulator a case bounds itself
+    (``timeout``, scaled up for large cases), and the process gets more before it is killed."""
+    return 2 * timeout + STOP_GRACE_S if "case" in event and mode == "sim" else timeout
 
 
 def _new_events(reader) -> list[dict]:

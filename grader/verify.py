@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from grader.exercise import Mismatch
+from grader.results import plural
 
 UNIT_ROUNDOFF = {np.dtype(np.float16): 2.0**-11, np.dtype(np.float32): 2.0**-24,
                  np.dtype(np.float64): 2.0**-53}
@@ -28,8 +29,9 @@ def summation_tolerance(x: np.ndarray, sequential_terms: int = 0) -> tuple[float
     abs_sum = float(np.abs(x, dtype=np.float64).sum())
     tol = gamma * abs_sum
     why = (
-        f"tolerance {tol:.3g} = gamma_{depth} * sum|x| with u = {u:.3g} and {depth} roundings "
-        f"in the longest addition chain (log2 n + {sequential_terms} sequential block results + 1)"
+        f"tolerance {tol:.3g} = gamma_{depth} * sum|x| with u = {u:.3g} and "
+        f"{plural(depth, 'rounding')} in the longest addition chain "
+        f"(log2 n + {sequential_terms} sequential block results + 1)"
     )
     return tol, why
 
@@ -38,7 +40,8 @@ def expect_sum(got, x: np.ndarray, segment: int | None = None, sequential_terms:
     """Check a scalar sum of ``x``; diagnose common bugs when it is wrong.
 
     ``segment`` is the number of elements one block reduces (for diagnosing
-    lost or overwritten block results).
+    lost or overwritten block results). The message gives expected and got, then the
+    diagnosis, then (on a line of its own) how the tolerance was derived.
     """
     got = float(np.asarray(got).reshape(-1)[0])
     expected = float(np.sum(x, dtype=np.float64))
@@ -52,20 +55,34 @@ def expect_sum(got, x: np.ndarray, segment: int | None = None, sequential_terms:
     diff = abs(got - expected)
     if diff <= tol:
         return
-    lines = [f"expected {expected:.9g} (float64 reference), got {got:.9g}; "
-             f"|diff| {diff:.3g} > {why}."]
-    lines.extend(_diagnose_sum(got, x, segment, tol))
-    raise Mismatch(" ".join(lines))
+    raise Mismatch("\n".join([f"expected {expected:.9g} (float64 reference), got {got:.9g}.",
+                              sum_diagnosis(got, x, segment, tol),
+                              f"(|diff| {diff:.3g} > {why})"]))
 
 
-def _diagnose_sum(got: float, x: np.ndarray, segment: int | None, tol: float) -> list[str]:
+def sum_diagnosis(got: float, x: np.ndarray, segment: int | None, tol: float) -> str:
+    """What a wrong sum ``got`` of ``x`` equals, as one sentence: the explanation that fits,
+    or all of them where these inputs cannot tell them apart."""
+    fits = _sum_explanations(got, x, segment, tol)
+    if not fits:
+        return ("A result that changes from run to run points to a race (a missing "
+                "cuda.syncthreads() between tree levels); a stable wrong value to a wrong "
+                "index or stride.")
+    if len(fits) == 1:
+        return f"It equals {fits[0]}."
+    listed = "; ".join(f"({k}) {fit}" for k, fit in enumerate(fits, 1))
+    agree = "both fit" if len(fits) == 2 else "all fit"
+    return f"These inputs cannot tell {len(fits)} causes apart ({agree}): it equals {listed}."
+
+
+def _sum_explanations(got: float, x: np.ndarray, segment: int | None, tol: float) -> list[str]:
     x64 = x.astype(np.float64)
     n = x.size
-    hints = []
+    fits = []
     if got == 0.0:
-        hints.append("The output is exactly 0: was it ever written (thread 0 of each block)?")
+        fits.append("exactly 0: was the output ever written (thread 0 of each block)?")
     if abs(got - 2 * x64.sum()) <= 2 * tol and n > 1:
-        hints.append("That is twice the sum: every element was counted twice.")
+        fits.append("twice the sum: every element was counted twice")
     if segment and n > segment:
         starts = np.arange(0, n, segment)
         seg_sums = np.add.reduceat(x64, starts)
@@ -73,29 +90,22 @@ def _diagnose_sum(got: float, x: np.ndarray, segment: int | None, tol: float) ->
         close = np.nonzero(np.abs(prefix - got) <= max(tol, 1e-6 * abs(got)))[0]
         if close.size and close[0] + 1 < len(starts):
             b = int(close[0]) + 1
-            hints.append(
-                f"It equals the sum of the first {b} block segment(s) of {segment} elements: "
-                f"blocks {b}.. were lost (grid too small, or a block's result not added)."
-            )
+            fits.append(
+                f"the sum of the first {plural(b, 'block segment')} of {segment} elements: "
+                f"blocks {b}.. were lost (grid too small, or a block's result not added)")
         single = np.nonzero(np.abs(seg_sums - got) <= max(tol, 1e-6 * abs(got)))[0]
         if single.size and not close.size:
-            hints.append(
-                f"It equals block {int(single[0])}'s segment alone: the blocks overwrote the "
-                "output instead of adding to it (use cuda.atomic.add)."
-            )
+            fits.append(
+                f"block {int(single[0])}'s segment alone: the blocks overwrote the output "
+                "instead of adding to it (use cuda.atomic.add)")
     else:
         prefix = np.cumsum(x64)
         close = np.nonzero(np.abs(prefix - got) <= max(tol, 1e-9))[0]
         if close.size and close[0] + 1 < n:
             m = int(close[0]) + 1
-            hints.append(f"It equals the sum of the first {m} elements only.")
-    if not hints:
-        hints.append(
-            "A result that changes from run to run points to a race (a missing "
-            "cuda.syncthreads() between tree levels); a stable wrong value to a wrong index or "
-            "stride."
-        )
-    return hints
+            fits.append("the first element alone: the others were never added" if m == 1 else
+                        f"the sum of the first {m} elements only")
+    return fits
 
 
 def expect_exact(got, expected, what: str) -> None:

@@ -4,9 +4,11 @@ import hashlib
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 import workbook
@@ -59,7 +61,7 @@ def test_hang_crash_and_errors_are_contained(tmp_path):
     assert got["reduction.simple"].passed, got["reduction.simple"].summary()
     assert got["reduction.convergent"].status == "timeout"
     assert "did not finish within 60 s" in got["reduction.convergent"].messages[0]
-    assert got["reduction.segmented"].status == "error"
+    assert got["reduction.segmented"].status == "failed"  # the student's own cell: their bug
     assert "SyntaxError" in got["reduction.segmented"].messages[0]
     coarsened = got["reduction.coarsened"]
     assert coarsened.status == "not implemented"
@@ -138,3 +140,163 @@ def test_cli_solutions_pass_and_lessons_fail(tmp_path):
 def test_cli_usage_errors_exit_2(tmp_path):
     result = run_cli("check", str(tmp_path / "nothing.ipynb"))
     assert result.returncode == 2 and "no such file or folder" in result.stdout
+
+
+# --- what a failed check says ------------------------------------------------------------------
+
+@pytest.mark.parametrize("x,got,says", [
+    # x[0] = 6 is also twice the sum 6 - 3 = 3: both causes fit these inputs
+    ([6.0, -3.0], 6.0, "These inputs cannot tell 2 causes apart (both fit): it equals (1) twice "
+                       "the sum: every element was counted twice; (2) the first element alone"),
+    ([1.0, 2.0, 3.0, 4.0], 20.0, "It equals twice the sum: every element was counted twice."),
+    ([1.0, 2.0, 3.0, 4.0], 3.0, "It equals the sum of the first 2 elements only."),
+    ([1.0, 2.0, 3.0, 4.0], 1.0, "It equals the first element alone: the others were never added."),
+])
+def test_a_wrong_sum_gets_the_diagnoses_that_fit(x, got, says):
+    from grader.exercise import Mismatch
+    from grader.verify import expect_sum
+
+    with pytest.raises(Mismatch) as caught:
+        expect_sum(got, np.array(x, np.float32))
+    lines = str(caught.value).splitlines()
+    assert lines[0] == f"expected {sum(x):g} (float64 reference), got {got:g}."
+    assert lines[1].startswith(says), lines[1]
+    assert lines[2].startswith("(|diff| ") and "tolerance" in lines[2]  # the derivation last
+    assert len(lines) == 3
+
+
+def test_a_lost_block_is_named_in_the_singular():
+    from grader.exercise import Mismatch
+    from grader.verify import expect_sum
+
+    x = np.arange(1, 201, dtype=np.float32)
+    with pytest.raises(Mismatch, match="the first 1 block segment of 100 elements: blocks 1"):
+        expect_sum(float(x[:100].sum()), x, segment=100)
+
+
+def solution_namespace(exercise_id, old="", new=""):
+    from solution_cells import namespace_with
+
+    return namespace_with("02_reduction", exercise_id, old, new)
+
+
+def test_statuses_tell_the_students_bug_from_the_graders():
+    """A bug of the student's fails the exercise; ERROR is left for faults of the grader or the
+    machine (here: the grader's own launch raising, with no frame of the student's code)."""
+    from grader.exercise import check_exercise
+    from grader.exercises import get
+
+    exercise = get("reduction.simple")
+    broken = replace(exercise, run=json.loads)  # raises TypeError inside the library
+    graders = check_exercise(broken, solution_namespace("reduction.simple"), workbook.MODE)
+    assert graders.status == "error", graders.summary()
+    assert "TypeError" in graders.summary()
+
+
+@pytest.mark.sim_only  # on a GPU the kernel's division by zero raises nothing
+def test_an_exception_in_the_students_kernel_fails_the_exercise():
+    from grader.exercise import check_exercise
+    from grader.exercises import get
+
+    own = check_exercise(get("reduction.simple"), solution_namespace(
+        "reduction.simple", "    i = 2 * t\n", "    i = 2 * t // (t - t)\n"), "sim", seed=1)
+    assert own.status == "failed" and "ZeroDivisionError" in own.summary(), own.summary()
+    assert "<cell" in own.summary()  # the student's line, not the grader's
+
+
+@pytest.mark.sim_only  # the simulator's synccheck
+def test_a_barrier_inside_an_if_is_named_as_such():
+    from grader.exercise import check_exercise
+    from grader.exercises import get
+
+    in_branch = solution_namespace(
+        "reduction.shared",
+        "        cuda.syncthreads()\n        if t < stride:\n            partial[t] += ",
+        "        if t < stride:\n            cuda.syncthreads()\n            partial[t] += ")
+    got = check_exercise(get("reduction.shared"), in_branch, "sim", seed=1)
+    assert got.status == "failed", got.summary()
+    text = " ".join(got.summary().split())
+    assert "This cuda.syncthreads() is inside `if t < stride:` (line 9)" in text, text
+    assert "early return" not in text and "tid=[" not in text and 'File "<cell' not in text
+    early = solution_namespace("reduction.shared", "    t = cuda.threadIdx.x\n",
+                               "    t = cuda.threadIdx.x\n    if t == 1:\n        return\n")
+    got = check_exercise(get("reduction.shared"), early, "sim", seed=1)
+    assert got.status == "failed" and "early return before a barrier" in got.summary()
+
+
+def test_counts_are_written_in_the_singular_and_the_plural():
+    from grader.exercise import Case, check_exercise
+    from grader.exercises import get
+    from grader.results import plural
+
+    assert (plural(1, "element"), plural(2, "element")) == ("1 element", "2 elements")
+    one_case = replace(get("reduction.simple"), cases={workbook.MODE: (Case(2, "integers"),)})
+    passed = check_exercise(one_case, solution_namespace("reduction.simple"), workbook.MODE)
+    assert passed.messages == [f"the test passed ({workbook.MODE} mode)"], passed.messages
+
+    def stub(*args):
+        raise NotImplementedError
+
+    stubs = check_exercise(get("reduction.shuffle"),
+                           {"shuffle_sum_kernel": stub, "warp_sum": stub}, workbook.MODE)
+    assert stubs.messages[0].startswith("shuffle_sum_kernel, warp_sum still raise "
+                                        "NotImplementedError"), stubs.messages
+    one = check_exercise(get("reduction.simple"), {"simple_sum_kernel": stub}, workbook.MODE)
+    assert "simple_sum_kernel still raises NotImplementedError" in one.messages[0]
+
+
+def test_a_notebook_check_names_cells_as_jupyter_shows_them():
+    from grader.locations import in_cell_terms, result_in_cell_terms
+    from grader.results import CaseResult, ExerciseResult
+
+    class Compiler:  # IPython's CachingCompiler: a cell's file name -> its execution count
+        def format_code_name(self, name):
+            counts = {"/tmp/ipykernel_6563/698187053.py": 18}
+            return ("Cell", f"In[{counts[name]}]") if name in counts else None
+
+    class Shell:
+        compile = Compiler()
+
+    shell = Shell()
+    text = ('read at /tmp/ipykernel_6563/698187053.py:7 in k\n'
+            '  File "/tmp/ipykernel_6563/698187053.py", line 7, in k\n'
+            'thread 0: running at /tmp/ipykernel_6563/698187053.py line 7\n'
+            'not a cell: /tmp/ipykernel_6563/111.py:3')
+    assert in_cell_terms(text, shell) == (
+        'read at <cell In[18]>:7 in k\n  File "<cell In[18]>", line 7, in k\n'
+        'thread 0: running at <cell In[18]> line 7\nnot a cell: /tmp/ipykernel_6563/111.py:3')
+    assert in_cell_terms(text) == text  # no IPython shell runs this test
+    result = ExerciseResult("x", "t", "failed", 0, 1, ["at /tmp/ipykernel_6563/698187053.py:2"],
+                            [CaseResult("n=2", "failed", "/tmp/ipykernel_6563/698187053.py:2")])
+    result_in_cell_terms(result, shell)
+    assert result.messages == ["at <cell In[18]>:2"] and result.cases[0].message == \
+        "<cell In[18]>:2"
+
+
+def test_a_notebook_check_shows_which_case_runs():
+    import io
+
+    from grader.exercise import check_exercise
+    from grader.exercises import get
+    from grader.progress import CheckProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    exercise = get("reduction.simple")
+    with CheckProgress(exercise.id, workbook.MODE, out=out) as shown:
+        check_exercise(exercise, solution_namespace("reduction.simple"), workbook.MODE,
+                       on_case=shown.case)
+    lines = out.getvalue().split("\r\033[K")
+    cases = exercise.cases_for(workbook.MODE)
+    assert lines[1] == "reduction.simple: starting the check"
+    for k, case in enumerate(cases, 1):
+        assert lines[k + 1].startswith(f"reduction.simple: test case {k} of {len(cases)} "
+                                       f"({case.name()})"), lines[k + 1]
+    assert lines[-1] == "", "the line is cleared at the end"
+    quiet = io.StringIO()  # not a terminal (a file, a pipe): nothing
+    with CheckProgress(exercise.id, workbook.MODE, out=quiet) as shown:
+        shown.case(1, 1, cases[0])
+    assert quiet.getvalue() == ""

@@ -231,8 +231,6 @@ def _thread_state(thread, frame) -> tuple[str, str]:
     if student is not None:
         filename = student.f_code.co_filename
         line = linecache.getline(filename, student.f_lineno).strip()
-        if "ipykernel_" in filename:  # IPython's file for a cell: /tmp/ipykernel_<pid>/<hash>.py
-            filename = "your cell"
         where = f"{filename} line {student.f_lineno}" + (f": {line}" if line else "")
     if not thread.is_alive():
         return "exited", ""
