@@ -43,10 +43,10 @@ class MarkerError(ValueError):
 
 
 def _stub_lines(kind: str, indent: str, n: int, exercise_id: str) -> list[str]:
+    size = f"about {n} line{'' if n == 1 else 's'}"
     if kind == "c":
-        return [f"{indent}// YOUR CODE HERE (the solution has about {n} lines)",
-                f"{indent}{C_STUB}"]
-    return [f"{indent}# YOUR CODE HERE (the solution has about {n} lines)",
+        return [f"{indent}// YOUR CODE HERE (the solution has {size})", f"{indent}{C_STUB}"]
+    return [f"{indent}# YOUR CODE HERE (the solution has {size})",
             f'{indent}raise NotImplementedError("exercise {exercise_id}")']
 
 

@@ -249,7 +249,8 @@ def profile_exercise(exercise, student: Program, reference: Program, error: str 
                  if is_stub(program.namespace.get(n))]
         if problem or stubs:
             events.emit(skipped=[exercise.id, who], why=problem or
-                        f"{', '.join(stubs)} still raises NotImplementedError")
+                        f"{', '.join(stubs)} still "
+                        f"{'raises' if len(stubs) == 1 else 'raise'} NotImplementedError")
             continue
         events.emit(segment=[exercise.id, who])
         try:

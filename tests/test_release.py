@@ -105,7 +105,7 @@ def test_c_region_in_a_cell_becomes_a_c_stub():
     out = stub_source(C_CELL, "toy.one", "cell 0").splitlines()
     assert out[3:5] == ["    // YOUR CODE HERE (the solution has about 2 lines)", f"    {C_STUB}"]
     assert out[5] == "}"
-    assert out[-2:] == ["    # YOUR CODE HERE (the solution has about 1 lines)",
+    assert out[-2:] == ["    # YOUR CODE HERE (the solution has about 1 line)",
                         '    raise NotImplementedError("exercise toy.one")']
 
 
