@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
+RANK = {"other": 0, "worker": 1}  # every grading phase: 2
 
 
 def children_cpu_seconds() -> float:
@@ -108,10 +109,13 @@ class ProcessSampler:
                     key = (proc.pid, proc.create_time())
                     times = proc.cpu_times()
                     rss = proc.memory_info().rss
-                record = self.seen.get(key)
-                if record is None:
-                    record = self.seen[key] = {"phase": phase_of(proc, self.mode, self.root.pid),
-                                               "name": proc.name(), "cpu": 0.0, "rss": 0}
+                record = self.seen.setdefault(key, {"phase": "other", "cpu": 0.0, "rss": 0})
+                # read again each time: a process seen between fork and exec shows its parent's
+                # command line until the exec (the pid and start time stay); a zombie shows
+                # none. A grading phase outranks "worker", which outranks "other".
+                phase = phase_of(proc, self.mode, self.root.pid)
+                if RANK.get(phase, 2) >= RANK.get(record["phase"], 2):
+                    record["phase"], record["name"] = phase, proc.name()
                 record["cpu"] = max(record["cpu"], times.user + times.system)
                 record["rss"] = max(record["rss"], rss)
             except (psutil.Error, OSError):

@@ -167,8 +167,7 @@ def feedback_markdown(student: str, entries: list[Entry]) -> str:
             lines += ["", "Every exercise passed."]
         for result in failed:
             lines += ["", f"### {result['id']}: {result['status']}", "",
-                      _fenced(ExerciseResult.from_dict(result).summary()),
-                      "", f"To check it again: `grader check {entry.file} -e {result['id']}`"]
+                      _fenced(ExerciseResult.from_dict(result).summary())]
         lines.append("")
     for entry in entries:
         if entry.error is not None:
