@@ -272,8 +272,9 @@ def batch(
         "--force", help="Re-grade every notebook, even those graded before and unchanged.",
         metavar=FLAG)] = False,
 ) -> None:
-    """Grade a class: one JSON report and one Gradescope results file per student, and a
-    summary (summary.csv, summary.md), all in --out and written as results arrive.
+    """Grade a class: per student a JSON report, Gradescope's results file and a feedback
+    file (each failed exercise with its messages), and a summary (summary.csv, summary.md:
+    who failed what, and why), all in --out and written as results arrive.
 
     A re-run grades only new and changed notebooks (and retries those that could not be
     graded). Exit code 0 when every student passed everything, 1 otherwise, 2 for bad
