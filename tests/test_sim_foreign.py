@@ -516,6 +516,15 @@ def test_compile_error_has_the_log():
         ptx.compile_ptx('extern "C" __device__ int f(unsigned int* r) { *r = y; return 0; }')
 
 
+def test_compiling_leaves_the_interpreters_shared_one_byte_string_alone():
+    """NVRTC writes its log (a lone NUL when the log is empty) into the buffer it is given;
+    a buffer made as b" " * 1 is the interpreter's shared b" ", and every space that print()
+    wrote after a compile came out as a NUL byte."""
+    name = f"f{id(ptx)}"  # a new source: compiled now, whatever was compiled before
+    ptx.compile_ptx(f'extern "C" __device__ int {name}(unsigned int* r) {{ *r = 5; return 0; }}')
+    assert [byte for byte in " ".encode("ascii")] == [32]  # noqa: C416  (bytes, not a copy)
+
+
 # --- the sanitizer sees the emulated instructions' shared-memory accesses -------------------
 
 NO_ORDER, SYNCWARP, SYNCTHREADS = 0, 1, 2

@@ -68,13 +68,13 @@ def compile_ptx(source: str, arch: tuple[int, int] = ARCH, name: str = "foreign.
         options += [f"-I{d}".encode() for d in _include_dirs()]
         status = nvrtc.nvrtcCompileProgram(prog, len(options), options)[0]
         size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        log = b" " * size
+        log = bytes(size)  # a fresh buffer: b" " * 1 is the interpreter's shared b" "
         nvrtc.nvrtcGetProgramLog(prog, log)
         log_text = log.rstrip(b"\x00").decode(errors="replace").strip()
         if int(status) != 0:
             raise CompileError(f"NVRTC could not compile the CUDA C source:\n{log_text}")
         size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-        ptx = b" " * size
+        ptx = bytes(size)
         nvrtc.nvrtcGetPTX(prog, ptx)
         return ptx.rstrip(b"\x00").decode()
     finally:
