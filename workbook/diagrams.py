@@ -123,7 +123,8 @@ def draw_warp_tile(width: int, rows_per_thread: int, cols_per_thread: int, pack:
     if cols is not None and cols < columns:
         ax.axvspan(cols - 0.5, columns - 0.5, facecolor="white", alpha=0.6, hatch="//",
                    edgecolor="grey")
-        ax.text((cols + columns) / 2 - 0.5, -0.8, "padding", ha="center", fontsize=8)
+        ax.text((cols + columns) / 2 - 0.5, rows / 2 - 0.5, "padding", ha="center",
+                va="center", rotation=90, fontsize=9, backgroundcolor="white")
     for k in range(1, 32 // width):  # group boundaries
         ax.axhline(k * rows_per_thread - 0.5, color="black", lw=1.2)
     for start in range(0, columns, pack * width):  # one pass of the group over its packs
@@ -135,5 +136,6 @@ def draw_warp_tile(width: int, rows_per_thread: int, cols_per_thread: int, pack:
     ax.set_xlabel(f"column (packs of {pack}: pack p * {width} + l of lane l)")
     ax.set_ylabel("row of the tile (group g, row r)")
     ax.set_title(f"one warp's tile: {32 // width} groups of {width} lanes x {rows_per_thread} "
-                 f"row(s) = {rows} rows; {cols_per_thread} values per lane and row")
+                 f"row(s) = {rows} rows\n{cols_per_thread} values per lane and row, in packs "
+                 f"of {pack}", fontsize=10)
     return ax
