@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -133,8 +134,16 @@ class Worker:
     def output(self, name: str) -> Path:
         return self.folder / f"{name}.txt"
 
-    def stop(self) -> None:
-        """Kill the process group, close the files, delete the folder."""
+    def stop(self, wait: bool = True) -> None:
+        """Kill the process group; once it has ended, close the files and delete the folder
+        (in the background unless ``wait``: a process killed inside a GPU kernel may take a
+        moment to be torn down, which the check need not wait for)."""
+        if wait:
+            self._reap()
+        else:
+            threading.Thread(target=self._reap, name="check-worker-reaper", daemon=True).start()
+
+    def _reap(self) -> None:
         _kill(self.proc)
         for stream in (self.channel, self.reader, *self.outputs.values()):
             try:
@@ -184,17 +193,17 @@ def worker_for(mode: str, env: Mapping[str, str] | None = None) -> Worker:
     return _current[0]
 
 
-def retire() -> None:
-    """Stop the warm worker, if any."""
+def retire(wait: bool = True) -> None:
+    """Stop the warm worker, if any (see :meth:`Worker.stop`)."""
     while _current:
-        _current.pop().stop()
+        _current.pop().stop(wait)
 
 
 def replace_worker() -> None:
     """Stop the warm worker and start a fresh one in the background, for the next check."""
     if _current:
         worker = _current[0]
-        retire()
+        retire(wait=False)
         worker_for(worker.mode, worker.env)
 
 
@@ -306,7 +315,7 @@ def follow(worker: Worker, job: int, exercise: Exercise, namespace: Mapping, mod
             if diagnosis:
                 diagnosis.poll()
             if waited > bound:
-                _kill(worker.proc)
+                worker.stop(wait=False)
                 until = min(time.monotonic() + DIAGNOSIS_WAIT_SECONDS,
                             start + RETURN_WITHIN_SECONDS)
                 seen = diagnosis.wait(until) if diagnosis else ""
@@ -356,7 +365,7 @@ class Diagnosis:
         return simulated_view(self.result) if self.result else ""
 
     def stop(self) -> None:
-        self.worker.stop()
+        self.worker.stop(wait=False)
 
 
 def simulated_view(result: ExerciseResult) -> str:
