@@ -269,13 +269,20 @@ def _number(text) -> float | None:
         return None
 
 
-def run_ncu(metrics: list[str], kernels, timeout: float = 900) -> tuple[list[dict], str]:
-    ncu = find_ncu()
+def ncu_command(ncu: str, metrics: list[str], kernels) -> list[str]:
+    """ncu profiling this script's launches (``--profile-target``) of ``kernels``, as CSV."""
     regex = "regex:^(" + "|".join(kernels) + r")\["
-    cmd = [ncu, "--csv", "--page", "raw", "--metrics", ",".join(metrics), "--kernel-name", regex,
-           sys.executable, str(Path(__file__).resolve()), "--profile-target"]
+    return [ncu, "--csv", "--page", "raw", "--metrics", ",".join(metrics), "--kernel-name",
+            regex, sys.executable, str(Path(__file__).resolve()), "--profile-target"]
+
+
+NCU_ENV = {"WORKBOOK_MODE": "gpu", "NUMBA_ENABLE_CUDASIM": "0"}  # for the profiled process
+
+
+def run_ncu(metrics: list[str], kernels, timeout: float = 900) -> tuple[list[dict], str]:
+    cmd = ncu_command(find_ncu(), metrics, kernels)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, WORKBOOK_MODE="gpu", NUMBA_ENABLE_CUDASIM="0"))
+                          env=dict(os.environ, **NCU_ENV))
     records = parse_ncu_csv(proc.stdout, metrics) if proc.returncode == 0 else []
     return records, (proc.stdout[-2000:] + proc.stderr[-2000:])
 

@@ -9,6 +9,7 @@ collectives or atomics run clean.
 """
 
 import os
+import re
 import stat
 import threading
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpu_tools import needs_compute_sanitizer
+from tool_fixtures import tool_output
 
 import workbook  # noqa: F401  (selects the mode: import it before numba.cuda)
 from grader import sanitizer as gpu_sanitizer
@@ -660,47 +662,34 @@ def test_environment_variable(monkeypatch, value, on):
 # ---------------------------------------------------------------------------
 # GPU mode: the grader's compute-sanitizer step (grader.sanitizer)
 
-RACECHECK_OUTPUT = """mode: gpu
-========= COMPUTE-SANITIZER
-========= Error: Race reported between Write access at shared_sum_kernel(Array<float, 1, C, \
-mutable, aligned>)+0x2a0 in <cell 21>:6
-=========     and Read access at shared_sum_kernel(Array<float, 1, C, mutable, aligned>)+0x3c0 \
-in <cell 21>:10 [248 hazards]
-=========
-========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
-"""
-
-MEMCHECK_OUTPUT = """========= COMPUTE-SANITIZER
-========= Invalid __global__ read of size 4 bytes
-=========     at simple_sum_kernel(Array<float, 1, C, mutable, aligned>)+0x1f0
-=========     by thread (0,0,0) in block (0,0,0)
-=========     Address 0x7f4c3e000008 is out of bounds
-=========     Saved host backtrace up to driver entry point at kernel launch time
-=========         Host Frame: [0x2f2d8f] in libcuda.so.1
-=========
-========= Invalid __global__ read of size 4 bytes
-=========     at simple_sum_kernel(Array<float, 1, C, mutable, aligned>)+0x1f0
-=========
-========= ERROR SUMMARY: 2 errors
-"""
-
-CLEAN_OUTPUT = "mode: gpu\n========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
+# compute-sanitizer's output for lesson 02's cases (tests/fixtures/tools, see tool_fixtures)
+RACECHECK_OUTPUT = tool_output("racecheck-shared-barrier-removed")
+MEMCHECK_OUTPUT = tool_output("memcheck-simple-tree-one-level-too-deep")
+CLEAN_OUTPUT = tool_output("synccheck-segmented-solution")
 
 
 def test_parse_racecheck_report():
     finding = gpu_sanitizer.parse("racecheck", RACECHECK_OUTPUT, 99)
-    assert finding.errors == 1
-    assert finding.lines[0].startswith("Error: Race reported between Write access")
-    assert finding.lines[-1].startswith("and Read access")
+    assert finding.errors >= 1
+    first, *others = finding.lines
+    assert re.match(r"Error: Race reported between (Read|Write) access at "
+                    r"__main__::shared_sum_kernel\+0x[0-9a-f]+\b", first), first
+    assert others and all(re.match(r"and (Read|Write) access at __main__::shared_sum_kernel"
+                                   r"\+0x[0-9a-f]+\b.* \[\d+ hazards?\]$", line)
+                          for line in others)
     message = finding.message()
-    assert "racecheck: 1 error(s)" in message and "missing cuda.syncthreads()?" in message
+    assert f"racecheck: {finding.errors} error(s)" in message
+    assert "missing cuda.syncthreads()?" in message
 
 
 def test_parse_memcheck_report_skips_host_frames():
     finding = gpu_sanitizer.parse("memcheck", MEMCHECK_OUTPUT, 99)
-    assert finding.errors == 2
+    assert finding.errors >= 1
     assert finding.lines[0] == "Invalid __global__ read of size 4 bytes"
-    assert "by thread (0,0,0) in block (0,0,0)" in finding.lines
+    assert re.match(r"at __main__::simple_sum_kernel\+0x[0-9a-f]+\b", finding.lines[1])
+    assert any(re.fullmatch(r"by thread \(\d+,\d+,\d+\) in block \(\d+,\d+,\d+\)", line)
+               for line in finding.lines)
+    assert any(line.endswith("is out of bounds") for line in finding.lines)
     assert not any("Host Frame" in line or "backtrace" in line for line in finding.lines)
     assert "bounds check" in finding.message()
 
@@ -744,7 +733,7 @@ def test_a_tool_error_fails_the_exercise(fake_tool, monkeypatch):
     result = _result()
     gpu_sanitizer.apply_sanitizers(result, get_exercise("reduction.shared"), [], "gpu", 30)
     assert result.status == FAILED and result.score == 0
-    assert "compute-sanitizer racecheck: 1 error(s)" in result.summary()
+    assert re.search(r"compute-sanitizer racecheck: [1-9]\d* error\(s\)", result.summary())
 
 
 def test_clean_tools_keep_the_result(fake_tool, monkeypatch):
