@@ -265,8 +265,8 @@ class ClassSummary:
         return buffer.getvalue()
 
     def markdown(self) -> str:
-        """The table, why each exercise failed (who, and the first line of the reason), the
-        reasons several students share, what could not be graded, who is pending."""
+        """The table, why each exercise failed (who, and the :func:`headline` of the reason),
+        the reasons several students share, what could not be graded, who is pending."""
         columns, rows = self.rows()
         points = _points(columns, {r["student"]: r["results"] for r in rows})
         lines = ["# Class results", "",
@@ -322,7 +322,7 @@ class ClassSummary:
                 result = row["results"][exercise_id]
                 lines.append(f"- {_md(row['student'])} ({result['status']}, "
                              f"{result['score']:g}/{result['max_score']:g}): "
-                             f"{_code(first_line(failure_reason(result)))}")
+                             f"{_code(headline(failure_reason(result)))}")
             lines.append("")
         if not failures:
             lines += ["Nobody failed an exercise.", ""]
@@ -330,17 +330,17 @@ class ClassSummary:
 
     @staticmethod
     def _common(columns: list[str], rows: list[dict]) -> list[str]:
-        """Failure reasons that two or more students share (the first line of the reason,
-        numbers and seeds aside: the same bug fails the same test with other values)."""
+        """Failure reasons that two or more students share (the reason's headline, numbers
+        and seeds aside: the same bug fails the same test with other values)."""
         groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for exercise_id in columns:
             for row in rows:
                 result = row["results"].get(exercise_id)
                 if result is None or result["passed"]:
                     continue
-                reason = first_line(failure_reason(result), limit=None)
+                reason = headline(failure_reason(result), limit=None)
                 groups.setdefault((exercise_id, _shape(reason)), []).append(
-                    (row["student"], first_line(reason)))
+                    (row["student"], headline(reason)))
         shared = sorted(((k, v) for k, v in groups.items() if len(v) > 1),
                         key=lambda item: (-len(item[1]), columns.index(item[0][0])))
         lines = ["", "## Common failure reasons", ""]
@@ -360,6 +360,20 @@ _NUMBER = re.compile(r"\d+(\.\d+)?(e[-+]?\d+)?")
 def _shape(reason: str) -> str:
     """A reason with its seed dropped and every number written N (for grouping)."""
     return _NUMBER.sub("N", _SEED.sub("", reason))
+
+
+def headline(message: str, limit: int | None = 200) -> str:
+    """What a message says before its details: its lines up to the first that is indented
+    (a source line, a report), parenthesised (a derivation) or the seed's rerun note, on one
+    line, cut to ``limit`` characters. "expected 8, got 2." and the diagnosis on the next
+    line ("It equals the sum of the first 6 elements only.") stay together."""
+    lines = []
+    for line in message.splitlines():
+        if lines and (line[:1].isspace() or line.startswith(("(", "seed "))):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return first_line(" ".join(lines), limit)
 
 
 def first_line(text: str | None, limit: int | None = 200) -> str:

@@ -191,6 +191,27 @@ def test_summary_with_nothing_failed_or_shared():
     assert "No failure reason is shared by two or more students." in md
 
 
+def test_headline_keeps_the_diagnosis_and_drops_the_details():
+    from grader.batch_reports import headline
+
+    # as `grader check` printed it for reduction.simple with stride *= 4
+    wrong_sum = ("n=8, integers: expected 8 (float64 reference), got 2.\n"
+                 "It equals the sum of the first 6 elements only.\n"
+                 "(|diff| 6 > tolerance 4.77e-06 = gamma_4 * sum|x| with u = 5.96e-08 and 4 "
+                 "roundings in the longest addition chain (log2 n + 0 sequential block results "
+                 "+ 1))\n"
+                 "seed 20126 reruns these inputs: check(\"reduction.simple\", seed=20126) in the "
+                 "notebook, or grader check NOTEBOOK -e reduction.simple --seed 20126")
+    assert headline(wrong_sum) == ("n=8, integers: expected 8 (float64 reference), got 2. It "
+                                   "equals the sum of the first 6 elements only.")
+    race = ("RaceError: racecheck: data race on shared memory partial[1] in block (0, 0, 0):\n"
+            "  read by thread (0, 0, 0) (warp 0, lane 0) at <cell 21>:10 in shared_sum_kernel\n"
+            "        partial[t] += partial[t + stride]")
+    assert headline(race) == ("RaceError: racecheck: data race on shared memory partial[1] in "
+                              "block (0, 0, 0):")
+    assert headline("x" * 300) == "x" * 197 + "..."
+
+
 def test_failure_reason_names_the_phase_that_failed():
     from grader.batch_reports import failure_reason
     from grader.metric_rules import format_outcome
@@ -340,8 +361,9 @@ def test_a_class_is_graded_contained_and_resumed(tmp_path, scheduler):
     bob_says = json.loads((out / "bob.json").read_text())["notebooks"][0]["exercises"][0]
     assert bob_says["id"] == "reduction.simple"
     first = bob_says["messages"][0].splitlines()[0]
-    shown = first if len(first) <= 200 else first[:197] + "..."
-    assert f"### reduction.simple: 1 of 3 failed\n\n- bob (failed, 0/1): `{shown}`" in md
+    assert f"### reduction.simple: 1 of 3 failed\n\n- bob (failed, 0/1): `{first[:150]}" in md
+    bob_line = md.split("- bob (failed, 0/1): ", 1)[1].splitlines()[0]
+    assert "seed" not in bob_line  # the reason, without its rerun note
     assert "### reduction.convergent: 1 of 3 failed\n\n- carol (timeout, 0/1): `did not " in md
     assert "| dave | not graded | — |" in md
     assert "- dave, dave.ipynb:" in md and "- erin, submission: `no notebook" in md
