@@ -24,7 +24,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, MutableMapping
-from dataclasses import replace
 
 from grader.exercise import describe_exception
 from grader.runner import Events, error_result
@@ -124,22 +123,14 @@ class Worker:
                                 f"checking process:\n{describe_exception(exc)}", self.mode)
         namespace = RemoteNamespace(store, lambda name: self.fetch(job["job"], name),
                                     frozenset(job.get("absent", ())))
+        def on_case(k: int, n: int, case) -> None:  # the parent's sign of progress
+            self.events.emit(job=job["job"], case=k - 1)
+
         try:
-            return check_exercise(self.announcing_cases(exercise, job["job"]), namespace,
-                                  self.mode, seed=job.get("seed"))
+            return check_exercise(exercise, namespace, self.mode, seed=job.get("seed"),
+                                  on_case=on_case)
         except Exception as exc:  # noqa: BLE001  (reported as the check's error, not a crash)
             return error_result(exercise, describe_exception(exc), self.mode)
-
-    def announcing_cases(self, exercise, job_id: int):
-        """``exercise`` whose ``run`` first reports the start of its case."""
-        events, run, count = self.events, exercise.run, [0]
-
-        def run_case(namespace, inputs, mode):
-            events.emit(job=job_id, case=count[0])
-            count[0] += 1
-            return run(namespace, inputs, mode)
-
-        return replace(exercise, run=run_case)
 
     def fetch(self, job_id: int, name: str) -> tuple[bool, object]:
         """Ask the parent for ``name``: (whether the notebook defines it, its value)."""
