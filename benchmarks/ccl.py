@@ -1,26 +1,33 @@
-"""Benchmark lesson 05's blob analysis on a GPU, next to cupyx and OpenCV.
+"""Benchmark lesson 05's blob analysis on a GPU, next to cupyx (and OpenCV's CUDA labelling).
 
-    python benchmarks/ccl.py [--size 8192] [--densities 0.3,0.5,0.59] [--out FILE]
+    python benchmarks/ccl.py OUT_DIR [--sizes 2048,8192] [--densities 0.1,0.3,0.5,0.59,0.9]
+                             [--record] [--opencv-cpu] [--sim-smoke]
 
-For each density and connectivity (4 and 8): a random size x size binary image. The
-lesson's pipeline (``BlobAnalysis`` of the solution notebook: union-find labelling,
-compaction to 1..K, statistics from per-block partials) is first checked -- labels equal
-to scipy.ndimage.label's and to cupyx's, statistics equal to numpy's -- then timed phase
-by phase and end to end, next to ``cupyx.scipy.ndimage.label`` (labels only) and OpenCV's
-``connectedComponentsWithStats`` on the CPU, all in the same run. The same pipeline with
-its labelling tile by tile (``BlobAnalysis(..., labelling="tiles")``: ``label_tiles``,
-tiles labelled in shared memory, then unions across tile borders only) is checked and
-timed beside it, as an extra row per image (", tiles").
+For each size, density and connectivity (4 and 8): a random size x size binary image. Both
+labellings of the solution notebook's ``BlobAnalysis`` ("blocks": section 7's block-based
+union-find, the default; "pixels": exercises 5 and 6 with the compaction of exercise 8) are
+first checked -- labels and count equal to scipy.ndimage.label's, statistics equal to numpy's
+(up to 2048^2: numpy's reference is slow beyond) -- then timed phase by phase and end to end,
+next to ``cupyx.scipy.ndimage.label`` (labels only) and, where the machine's OpenCV has it,
+``cv2.cuda.connectedComponents`` (8-connectivity only), all in the same process.
 
-Parts of workbook/data/05_ccl.json:
-  phases       label, relabel, stats, pipeline vs cupyx label and OpenCV (ms); a row per
-               image for each labelling (per pixel, and ", tiles")
-  stats        per-pixel atomics (exercise 8) vs per-block partials (exercise 9)
-  propagation  label propagation (exercise 4) vs union-find on --propagation-size images
+Results go to OUT_DIR as they come: ``ccl.json`` (the parts below, in the format of
+workbook/data/05_ccl.json) and ``ccl.md`` (the same tables), rewritten after each image,
+and ``ccl.log`` (what was printed). ``--record`` also merges the parts into
+workbook/data/05_ccl.json, keeping the parts this script does not write (``tiles``,
+``end_to_end``, each with its own device and date).
 
-In simulator mode (WORKBOOK_MODE=sim) the same code runs on tiny images (e.g. --size 16)
-with a wall-clock timer, to test the checks and the JSON; it writes a file only where
---out says.
+Parts:
+  phases       label, relabel, stats, pipeline ms per image and labelling; cupyx label ms
+               and x cupyx (cupyx's time over the pipeline's: above 1 is faster)
+  memory       the block labelling (label + relabel) against the memory floor: an image in
+               (1 byte a pixel) and its labels out (4 bytes) at the GPU's peak bandwidth
+  stats        per-pixel atomics (exercise 9) vs per-block partials (exercise 10), largest size
+  propagation  label propagation (exercise 4) vs the block labelling, --propagation-size
+
+Times: the median of --repeat runs between CUDA events, L2 flushed before each. The whole
+run takes about 3 minutes on an H100. ``--sim-smoke`` runs the same code in the CUDA
+simulator on tiny images with a wall-clock timer (to test the checks and the files).
 """
 
 from __future__ import annotations
@@ -28,28 +35,36 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+if "--sim-smoke" in sys.argv:
+    os.environ["WORKBOOK_MODE"] = "sim"
 
 import numpy as np  # noqa: E402
 
 import workbook  # noqa: E402  (selects the mode before numba.cuda is imported)
-from grader.exercises.ccl import scipy_labels, stats_reference  # noqa: E402
+from grader.exercises.ccl import first_pixel_labels, scipy_labels, stats_reference  # noqa: E402
 from grader.runner import definitions_namespace  # noqa: E402
 from workbook.bench import device_name, time_gpu  # noqa: E402
+from workbook.recorded import format_table  # noqa: E402
 
 NOTEBOOK = ROOT / "solutions" / "05_ccl" / "ccl.ipynb"
-DEFAULT_OUT = ROOT / "workbook" / "data" / "05_ccl.json"
+RECORDED = ROOT / "workbook" / "data" / "05_ccl.json"
 STAT_FIELDS = ("area", "xmin", "xmax", "ymin", "ymax", "xsum", "ysum")
-TARGET = 0.5  # the lesson's goal: the whole blob analysis in at most half of cupyx's label
+LABELLINGS = ("blocks", "pixels")
+BYTES_PER_PIXEL = 1 + 4  # a uint8 pixel in, an int32 label out
+STATS_CHECK_LIMIT = 2048 * 2048  # numpy's statistics reference is slow beyond
+PROPAGATION_DENSITIES = (0.3, 0.5, 0.59)
+SMOKE = {"sizes": "16,23", "densities": "0.3,0.9", "propagation_size": 9, "repeat": 1}
 
 
 class CheckFailed(SystemExit):
-    """A result disagrees with the reference: nothing is timed or written."""
+    """A result disagrees with the reference: the run stops (what was written stays)."""
 
 
 def random_image(size: int, p: float, seed: int) -> np.ndarray:
@@ -70,14 +85,24 @@ def milliseconds(fn, repeat: int) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def host_milliseconds(fn, repeat: int) -> tuple[float, object]:
-    """Median wall-clock time of a CPU function in ms, and its last result."""
-    times, result = [], None
-    for _ in range(max(repeat, 1)):
-        start = time.perf_counter()
-        result = fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return float(np.median(times)), result
+def peak_bandwidth() -> float | None:
+    """The GPU's peak memory bandwidth in bytes per second (memory clock x bus width x 2)."""
+    if workbook.MODE != "gpu":
+        return None
+    try:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        return 2.0 * props["memoryClockRate"] * 1e3 * props["memoryBusWidth"] / 8
+    except Exception:  # noqa: BLE001  (no cupy, or no such property: say n/a)
+        pass
+    try:
+        from numba import cuda
+
+        device = cuda.get_current_device()
+        return 2.0 * device.MEMORY_CLOCK_RATE * 1e3 * device.GLOBAL_MEMORY_BUS_WIDTH / 8
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def first_difference(got: np.ndarray, want: np.ndarray) -> str:
@@ -115,37 +140,52 @@ def cupyx_baseline(image: np.ndarray, connectivity: int, want: np.ndarray, repea
 
     structure = ndimage.generate_binary_structure(2, 1 if connectivity == 4 else 2)
     c_image = cupy.asarray(image)
-    labels, count = cupy_ndimage.label(c_image, structure=structure)
+    labels, _ = cupy_ndimage.label(c_image, structure=structure)
     cupy.cuda.Device().synchronize()
-    host = cupy.asnumpy(labels)
-    note = "" if np.array_equal(host, want) else "cupyx labels differ from scipy's"
-    del labels, host
-    start = time.perf_counter()
-    cupy_ndimage.label(c_image, structure=structure)
-    cupy.cuda.Device().synchronize()
-    once = time.perf_counter() - start
-    runs = repeat if once < 0.5 else 3
-    ms = milliseconds(lambda: cupy_ndimage.label(c_image, structure=structure), runs)
-    return ms, note
+    same = bool(cupy.array_equal(labels, cupy.asarray(want)))
+    del labels
+    ms = milliseconds(lambda: cupy_ndimage.label(c_image, structure=structure), repeat)
+    return ms, "" if same else "cupyx labels differ from scipy's"
 
 
-def opencv_baseline(image: np.ndarray, connectivity: int, areas: np.ndarray, repeat: int):
-    """(ms, note) for OpenCV's connectedComponentsWithStats on the CPU; None if absent."""
+def opencv_cuda_baseline(image: np.ndarray, connectivity: int, count: int, repeat: int):
+    """(ms, note) for OpenCV's cv2.cuda.connectedComponents (BKE, 8-connectivity only), or
+    None where this OpenCV has no CUDA labelling or no CUDA device."""
+    try:
+        import cv2
+
+        if not hasattr(cv2, "cuda") or cv2.cuda.getCudaEnabledDeviceCount() == 0 or \
+                not hasattr(cv2.cuda, "connectedComponents"):
+            return None
+    except Exception:  # noqa: BLE001  (a CPU-only OpenCV raises on CUDA calls)
+        return None
+    if connectivity != 8:
+        return "n/a", ""
+    try:
+        source = cv2.cuda_GpuMat()
+        source.upload(image)
+        labels = cv2.cuda.connectedComponents(source, connectivity=8, ltype=cv2.CV_32S)
+        found = len(np.unique(labels.download())) - 1  # its labels are not consecutive
+        stream = cv2.cuda.Stream_Null()
+
+        def run():
+            cv2.cuda.connectedComponents(source, connectivity=8, ltype=cv2.CV_32S)
+            stream.waitForCompletion()
+
+        ms = milliseconds(run, repeat)
+    except Exception as exc:  # noqa: BLE001  (a binding that differs: say so, go on)
+        return "n/a", f"cv2.cuda.connectedComponents failed: {type(exc).__name__}: {exc}"
+    return ms, "" if found == count else f"OpenCV CUDA found {found} blobs, scipy {count}"
+
+
+def opencv_cpu_ms(image: np.ndarray, connectivity: int) -> float | None:
     try:
         import cv2
     except ImportError:
         return None
-
-    def run():
-        return cv2.connectedComponentsWithStats(image, connectivity=connectivity,
-                                                ltype=cv2.CV_32S)
-
-    ms, (count, _labels, stats, _centroids) = host_milliseconds(run, repeat)
-    note = ""
-    if count - 1 != len(areas) or not np.array_equal(
-            np.sort(stats[1:, cv2.CC_STAT_AREA]), np.sort(areas)):
-        note = f"OpenCV found {count - 1} blobs, the others {len(areas)}"
-    return ms, note
+    start = time.perf_counter()
+    cv2.connectedComponentsWithStats(image, connectivity=connectivity, ltype=cv2.CV_32S)
+    return (time.perf_counter() - start) * 1e3
 
 
 def library_versions() -> str:
@@ -160,221 +200,275 @@ def library_versions() -> str:
 
 # --- the measurements --------------------------------------------------------------------------
 
-def measure_image(ns, image, connectivity, repeat, opencv_repeat):
-    """Check, then time, one image; returns a dict of results."""
+def measure_image(ns, image, connectivity, repeat):
+    """Check, then time, one image with both labellings; returns a dict of results."""
     from numba import cuda
 
     size = image.shape[0]
-    want, count_want = scipy_labels(image, connectivity)
-    analysis = ns["BlobAnalysis"](size, size)
+    want, count = scipy_labels(image, connectivity)
+    reference = stats_reference(want, count) if image.size <= STATS_CHECK_LIMIT else None
     d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
-    count = analysis.run(d_image, connectivity)
     what = f"{size}x{size}, p={image.mean():.2f}, {connectivity}-connectivity"
-    if count != count_want:
-        raise CheckFailed(f"{what}: {count} blobs, scipy finds {count_want}")
-    check_labels(what, analysis.labels.copy_to_host().reshape(size, size), want)
-    reference = stats_reference(want, count)
-    check_stats(f"{what}, per-block statistics", analysis.stats, reference, count)
-    analysis.statistics(count, ns["blob_stats_kernel"])
-    check_stats(f"{what}, per-pixel statistics", analysis.stats, reference, count)
-    tiles = ns["BlobAnalysis"](size, size, labelling="tiles")
-    count_tiles = tiles.run(d_image, connectivity)
-    if count_tiles != count:
-        raise CheckFailed(f"{what}, labelling tile by tile: {count_tiles} blobs, scipy finds "
-                          f"{count_want}")
-    check_labels(f"{what}, labelling tile by tile",
-                 tiles.labels.copy_to_host().reshape(size, size), want)
-    check_stats(f"{what}, labelling tile by tile", tiles.stats, reference, count)
-
-    result = {
-        "count": count,
-        "largest": int(reference["area"].max()) if count else 0,
-        "label": milliseconds(lambda: analysis.label(d_image, connectivity), repeat),
-        "relabel": milliseconds(analysis.relabel, repeat),
-        "stats": milliseconds(lambda: analysis.statistics(count), repeat),
-        "stats_pixel": milliseconds(lambda: analysis.statistics(count, ns["blob_stats_kernel"]),
-                                    repeat),
-        "pipeline": milliseconds(lambda: analysis.run(d_image, connectivity), repeat),
-        "label_tiles": milliseconds(lambda: tiles.label_tiles(d_image, connectivity), repeat),
-        "pipeline_tiles": milliseconds(lambda: tiles.run(d_image, connectivity), repeat),
-    }
-    notes = []
+    result = {"count": count, "largest": int(np.bincount(want.ravel())[1:].max()) if count else 0,
+              "notes": []}
+    for labelling in LABELLINGS:
+        analysis = ns["BlobAnalysis"](size, size, labelling)
+        got = analysis.run(d_image, connectivity)
+        if got != count:
+            raise CheckFailed(f"{what}, labelling {labelling!r}: {got} blobs, scipy finds {count}")
+        check_labels(f"{what}, labelling {labelling!r}",
+                     analysis.labels.copy_to_host().reshape(size, size), want)
+        if reference is not None:
+            check_stats(f"{what}, labelling {labelling!r}", analysis.stats, reference, count)
+        times = {
+            "label": milliseconds(lambda a=analysis: a.label(d_image, connectivity), repeat),
+            "relabel": milliseconds(analysis.relabel, repeat),
+            "stats": milliseconds(lambda a=analysis: a.statistics(count), repeat),
+            "pipeline": milliseconds(lambda a=analysis: a.run(d_image, connectivity), repeat),
+        }
+        if labelling == "blocks":
+            if reference is not None:
+                analysis.statistics(count, ns["blob_stats_kernel"])
+                check_stats(f"{what}, per-pixel statistics", analysis.stats, reference, count)
+            times["stats_pixel"] = milliseconds(
+                lambda a=analysis: a.statistics(count, ns["blob_stats_kernel"]), repeat)
+        result[labelling] = times
+        del analysis
     cupyx = cupyx_baseline(image, connectivity, want, repeat)
+    opencv = opencv_cuda_baseline(image, connectivity, count, repeat)
     result["cupyx"] = cupyx[0] if cupyx else None
-    opencv = opencv_baseline(image, connectivity, reference["area"], opencv_repeat)
-    result["opencv"] = opencv[0] if opencv else None
-    for baseline in (cupyx, opencv):
-        if baseline and baseline[1]:
-            notes.append(baseline[1])
-    result["notes"] = notes
+    result["opencv_cuda"] = opencv[0] if opencv else None
+    result["notes"] += [b[1] for b in (cupyx, opencv) if b and b[1]]
     return result
 
 
 def measure_propagation(ns, image, connectivity, repeat):
-    """Sweeps and time of propagation_label against BlobAnalysis.label on one image."""
+    """Sweeps and time of propagation_label against the block labelling on one image."""
     from numba import cuda
 
     size = image.shape[0]
     d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
     d_labels = cuda.device_array(image.size, np.int32)
     sweeps = ns["propagation_label"](d_image, d_labels, size, size, connectivity)
+    if not np.array_equal(d_labels.copy_to_host(), first_pixel_labels(image, connectivity)):
+        raise CheckFailed(f"propagation_label is wrong on a {size}x{size} image")
     analysis = ns["BlobAnalysis"](size, size)
-    analysis.label(d_image, connectivity)
-    if not np.array_equal(d_labels.copy_to_host(), analysis.roots.copy_to_host()):
-        raise CheckFailed(f"propagation and union-find disagree on a {size}x{size} image")
     propagation = milliseconds(
         lambda: ns["propagation_label"](d_image, d_labels, size, size, connectivity),
         min(repeat, 3))
-    union_find = milliseconds(lambda: analysis.label(d_image, connectivity), repeat)
-    return sweeps, propagation, union_find
+    blocks = milliseconds(lambda: (analysis.label(d_image, connectivity), analysis.relabel()),
+                          repeat)
+    return sweeps, propagation, blocks
 
 
 def ratio(a, b):
-    return round(a / b, 3) if a is not None and b else None
+    return round(a / b, 3) if isinstance(a, int | float) and isinstance(b, int | float) and b \
+        else "n/a"
 
 
 def or_missing(value):
     return "n/a" if value is None else value
 
 
-def shown(ms) -> str:
-    return "n/a" if ms is None else f"{ms:.3f}"
-
-
-def build_parts(size, results, propagation, prop_size, repeat, opencv_threads, tile) -> dict:
-    phase_rows, stat_rows = [], []
-    for (p, connectivity), r in results.items():
-        name = f"p={p:.2f}, {connectivity}-conn"
-        phase_rows.append([name, r["count"], r["label"], r["relabel"], r["stats"],
-                           r["pipeline"], or_missing(r["cupyx"]),
-                           or_missing(ratio(r["pipeline"], r["cupyx"])),
-                           or_missing(r["opencv"])])
-        # the same image, labelled tile by tile (relabel and stats do not depend on it)
-        phase_rows.append([f"{name}, tiles", r["count"], r["label_tiles"], r["relabel"],
-                           r["stats"], r["pipeline_tiles"], or_missing(r["cupyx"]),
-                           or_missing(ratio(r["pipeline_tiles"], r["cupyx"])),
-                           or_missing(r["opencv"])])
-        stat_rows.append([name, r["count"], r["largest"], r["stats_pixel"], r["stats"],
-                          ratio(r["stats_pixel"], r["stats"])])
+def build_parts(results, propagation, prop_size, repeat, bandwidth) -> dict:
+    """The parts of the record from the results so far: (size, p, connectivity) -> result."""
+    phase_rows, memory_rows, stat_rows = [], [], []
+    largest = max((key[0] for key in results), default=0)
+    for (size, p, connectivity), r in results.items():
+        image = f"p={p:.2f}, {connectivity}-conn"
+        for labelling in LABELLINGS:
+            t = r[labelling]
+            phase_rows.append([size, image, labelling, r["count"], t["label"], t["relabel"],
+                               t["stats"], t["pipeline"], or_missing(r["cupyx"]),
+                               ratio(r["cupyx"], t["pipeline"]),
+                               or_missing(r["opencv_cuda"])])
+        labels_ms = r["blocks"]["label"] + r["blocks"]["relabel"]
+        nbytes = BYTES_PER_PIXEL * size * size
+        floor_ms = nbytes / bandwidth * 1e3 if bandwidth else None
+        memory_rows.append([size, image, round(nbytes / 1e6, 1), labels_ms,
+                            or_missing(floor_ms), ratio(labels_ms, floor_ms),
+                            round(nbytes / (labels_ms * 1e-3) / 1e9, 1)])
+        if size == largest:
+            stat_rows.append([image, r["count"], r["largest"], r["blocks"]["stats_pixel"],
+                              r["blocks"]["stats"],
+                              ratio(r["blocks"]["stats_pixel"], r["blocks"]["stats"])])
     notes = sorted({n for r in results.values() for n in r["notes"]})
     timer = (f"median of {repeat} runs between CUDA events, L2 flushed before each"
              if workbook.MODE == "gpu" else "one wall-clock run in the CUDA simulator")
+    peak = f"{bandwidth / 1e12:.2f} TB/s" if bandwidth else "unknown"
     parts = {
         "phases": {
-            "title": f"blob analysis of a {size}x{size} random binary image: labels 1..K "
-                     f"with area, bounding box and centroid sums; ms, {timer}",
-            "columns": ["image", "blobs", "label ms", "relabel ms", "stats ms", "pipeline ms",
-                        "cupyx label ms", "pipeline / cupyx", "OpenCV ms"],
+            "title": "blob analysis of random binary images: labels 1..K with area, bounding "
+                     f"box and centroid sums; ms, {timer}",
+            "columns": ["size", "image", "labelling", "blobs", "label ms", "relabel ms",
+                        "stats ms", "pipeline ms", "cupyx label ms", "x cupyx",
+                        "OpenCV CUDA ms"],
             "rows": phase_rows,
-            "note": "pipeline: BlobAnalysis.run (union-find, compaction to scipy's numbering, "
-                    "per-block statistics; one host sync to read K). cupyx label: "
-                    "cupyx.scipy.ndimage.label alone (labels 1..K, no statistics). OpenCV: "
-                    f"connectedComponentsWithStats on the CPU ({opencv_threads} threads), "
-                    "labels and statistics. Rows ', tiles': BlobAnalysis(labelling='tiles'), "
-                    "label_tiles (tiles labelled in shared memory, unions across tile borders "
-                    "only) in label and pipeline; relabel and stats as in the row above. "
-                    f"Target: pipeline / cupyx <= {TARGET}."
+            "note": "pipeline: BlobAnalysis.run (label, relabel to scipy's numbering, per-block "
+                    "statistics; one host sync to read K). labelling 'blocks': section 7's "
+                    "block-based union-find (the default); 'pixels': exercises 5 and 6, numbered "
+                    "as in exercise 8. cupyx label: cupyx.scipy.ndimage.label alone (labels "
+                    "1..K, no statistics); x cupyx: cupyx's time over the pipeline's (above 1 "
+                    "is faster). OpenCV CUDA: cv2.cuda.connectedComponents (BKE, 8-connectivity "
+                    "only, labels not consecutive, no statistics), n/a where not installed."
                     + (" " + "; ".join(notes) if notes else ""),
         },
+        "memory": {
+            "title": "the block labelling (label + relabel) against the memory floor: each "
+                     f"pixel read once (uint8) and its label written once (int32); peak {peak}",
+            "columns": ["size", "image", "MB in + out", "labels ms", "floor ms", "x floor",
+                        "GB/s"],
+            "rows": memory_rows,
+            "note": "floor ms: the image in and the labels out at the GPU's peak memory "
+                    "bandwidth (memory clock x bus width x 2); x floor: labels ms over floor "
+                    "ms; GB/s: the image and the labels over the measured time.",
+        },
         "stats": {
-            "title": f"blob statistics of a {size}x{size} image (labels 1..K given), ms",
+            "title": f"blob statistics of {'an' if str(largest)[0] == '8' else 'a'} "
+                     f"{largest}x{largest} image (labels 1..K given), ms",
             "columns": ["image", "blobs", "largest blob", "per-pixel atomics ms",
                         "per-block partials ms", "speed-up"],
             "rows": stat_rows,
             "note": "per-pixel: blob_stats_kernel, seven global atomics per foreground pixel. "
-                    f"per-block: blob_stats_block_kernel, a shared-memory hash table per "
-                    f"{tile}x{tile} tile, one global atomic per blob, tile and field. Both include "
-                    "the kernel that resets the statistics arrays.",
+                    "per-block: blob_stats_block_kernel, a shared-memory hash table per tile, "
+                    "one global atomic per blob, tile and field. Both include the kernel that "
+                    "resets the statistics arrays.",
         },
     }
     if propagation:
         parts["propagation"] = {
-            "title": f"label propagation vs union-find on {prop_size}x{prop_size} random "
-                     "images, 4-connectivity",
+            "title": f"label propagation vs the block labelling on {prop_size}x{prop_size} "
+                     "random images, 4-connectivity",
             "columns": ["image", "sweeps", "propagation ms", "union-find ms", "ratio"],
             "rows": [[f"p={p:.2f}", sweeps, prop, uf, ratio(prop, uf)]
                      for p, (sweeps, prop, uf) in propagation.items()],
             "note": "propagation_label: one launch and one flag read-back per sweep. "
-                    "union-find: BlobAnalysis.label, four kernels and a copy.",
+                    "union-find: BlobAnalysis.label and relabel (labelling 'blocks').",
         }
     return parts
 
 
-def print_table(part: dict) -> None:
-    from workbook.recorded import format_table
+def markdown(record: dict) -> str:
+    lines = [f"# Lesson 05 blob analysis: {record['device']}, {record['date']}", "",
+             f"`{record['command']}`; {record['versions']}", ""]
+    for part in record["parts"].values():
+        lines += [f"## {part['title']}", "",
+                  "| " + " | ".join(part["columns"]) + " |",
+                  "|" + " --- |" * len(part["columns"])]
+        for row in part["rows"]:
+            cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", part.get("note", ""), ""]
+    return "\n".join(lines)
 
-    print(f"\n{part['title']}\n")
-    print(format_table(part["columns"], part["rows"]))
-    print(f"\n{part['note']}")
+
+def write_outputs(out: Path, record: dict) -> None:
+    """ccl.json and ccl.md in ``out``, each written whole (to a temporary file, then renamed)."""
+    for name, text in (("ccl.json", json.dumps(record, indent=1) + "\n"),
+                       ("ccl.md", markdown(record))):
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(out / name)
 
 
-def main() -> None:
+def record_into(path: Path, record: dict) -> None:
+    """Merge the run's parts into the lesson's recorded file, keeping its other parts (each of
+    which carries its own device and date)."""
+    old = json.loads(path.read_text()) if path.exists() else {"parts": {}}
+    kept = {name: part for name, part in old["parts"].items()
+            if name not in record["parts"] and "device" in part}
+    path.write_text(json.dumps({**record, "parts": {**record["parts"], **kept}}, indent=1)
+                    + "\n")
+
+
+class Log:
+    """Print and append to OUT_DIR/ccl.log."""
+
+    def __init__(self, path: Path):
+        self.file = path.open("w")
+
+    def __call__(self, text: str) -> None:
+        print(text, flush=True)
+        self.file.write(text + "\n")
+        self.file.flush()
+
+
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", type=int, default=8192, help="image side (default 8192)")
-    parser.add_argument("--densities", default="0.3,0.5,0.59",
-                        help="comma-separated foreground densities")
+    parser.add_argument("out", type=Path, help="folder for ccl.json, ccl.md and ccl.log")
+    parser.add_argument("--sizes", default="2048,8192", help="image sides (comma-separated)")
+    parser.add_argument("--densities", default="0.1,0.3,0.5,0.59,0.9",
+                        help="foreground densities (comma-separated)")
     parser.add_argument("--connectivities", default="4,8")
     parser.add_argument("--repeat", type=int, default=10, help="timed runs per measurement")
-    parser.add_argument("--opencv-repeat", type=int, default=3)
     parser.add_argument("--propagation-size", type=int, default=2048,
                         help="image side for the propagation part (0: skip it)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"JSON file (default on a GPU: {DEFAULT_OUT.relative_to(ROOT)}; "
-                             "in the simulator: none)")
-    args = parser.parse_args()
-    out = args.out or (DEFAULT_OUT if workbook.MODE == "gpu" else None)
+    parser.add_argument("--record", action="store_true",
+                        help=f"also merge the parts into {RECORDED.relative_to(ROOT)}")
+    parser.add_argument("--opencv-cpu", action="store_true",
+                        help="also time OpenCV's connectedComponentsWithStats on the CPU, once "
+                             "per image (seconds each at 8192^2: not by default)")
+    parser.add_argument("--sim-smoke", action="store_true",
+                        help="the CUDA simulator, tiny images: tests the checks and the files")
+    args = parser.parse_args(argv)
+    if args.sim_smoke:
+        args.sizes, args.densities = SMOKE["sizes"], SMOKE["densities"]
+        args.propagation_size, args.repeat = SMOKE["propagation_size"], SMOKE["repeat"]
+    elif workbook.MODE != "gpu":
+        parser.error("this benchmark needs a GPU (or --sim-smoke)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = Log(args.out / "ccl.log")
+    sizes = [int(s) for s in args.sizes.split(",")]
     densities = [float(p) for p in args.densities.split(",")]
     connectivities = [int(c) for c in args.connectivities.split(",")]
-    print(f"{device_name()}; {library_versions()}", flush=True)
-
+    bandwidth = peak_bandwidth()
+    started = time.monotonic()
+    log(f"{device_name()}; {library_versions()}; peak memory bandwidth "
+        f"{'n/a' if bandwidth is None else f'{bandwidth / 1e12:.2f} TB/s'}")
     ns = definitions_namespace(NOTEBOOK)
-    results = {}
-    for k, p in enumerate(densities):
-        image = random_image(args.size, p, seed=k)
-        for connectivity in connectivities:
-            r = measure_image(ns, image, connectivity, args.repeat, args.opencv_repeat)
-            results[(p, connectivity)] = r
-            print(f"p={p:.2f} {connectivity}-conn: {r['count']:,} blobs; label "
-                  f"{r['label']:.3f} relabel {r['relabel']:.3f} stats {r['stats']:.3f} "
-                  f"(per pixel {r['stats_pixel']:.3f}) pipeline {r['pipeline']:.3f} ms; "
-                  f"tiles: label {r['label_tiles']:.3f} pipeline {r['pipeline_tiles']:.3f} ms; "
-                  f"cupyx {shown(r['cupyx'])} ms; OpenCV {shown(r['opencv'])} ms", flush=True)
-
-    propagation = {}
-    prop_size = min(args.propagation_size, args.size)
-    if prop_size > 0:
+    record = {"device": device_name(), "date": datetime.date.today().isoformat(),
+              "command": "python benchmarks/ccl.py " + " ".join(argv or sys.argv[1:]),
+              "versions": library_versions(), "parts": {}}
+    results, propagation = {}, {}
+    prop_size = min(args.propagation_size, max(sizes))
+    for size in sizes:
         for k, p in enumerate(densities):
+            image = random_image(size, p, seed=k)
+            for connectivity in connectivities:
+                r = measure_image(ns, image, connectivity, args.repeat)
+                if args.opencv_cpu:
+                    cpu = opencv_cpu_ms(image, connectivity)
+                    r["notes"].append(f"{size}^2 p={p} {connectivity}-conn: OpenCV CPU "
+                                      f"{'n/a' if cpu is None else f'{cpu:.0f} ms'}")
+                results[(size, p, connectivity)] = r
+                b, px = r["blocks"], r["pixels"]
+                log(f"{size}^2 p={p:.2f} {connectivity}-conn: {r['count']:,} blobs; blocks "
+                    f"label {b['label']:.3f} relabel {b['relabel']:.3f} stats {b['stats']:.3f} "
+                    f"pipeline {b['pipeline']:.3f} ms; pixels pipeline {px['pipeline']:.3f} ms; "
+                    f"cupyx {or_missing(r['cupyx'])} ms; OpenCV CUDA "
+                    f"{or_missing(r['opencv_cuda'])} ms; {time.monotonic() - started:.0f} s")
+                record["parts"] = build_parts(results, propagation, prop_size, args.repeat,
+                                              bandwidth)
+                write_outputs(args.out, record)
+    if prop_size > 0:
+        for k, p in enumerate(PROPAGATION_DENSITIES):
             image = random_image(prop_size, p, seed=100 + k)
-            propagation[p] = measure_propagation(ns, image, 4, args.repeat)
-            sweeps, prop, uf = propagation[p]
-            print(f"propagation {prop_size}x{prop_size} p={p:.2f}: {sweeps} sweeps, "
-                  f"{prop:.2f} ms vs union-find {uf:.3f} ms", flush=True)
-
-    try:
-        import cv2
-
-        opencv_threads = cv2.getNumThreads()
-    except ImportError:
-        opencv_threads = "n/a"
-    parts = build_parts(args.size, results, propagation, prop_size, args.repeat,
-                        opencv_threads, ns["TILE"])
-    for part in parts.values():
-        print_table(part)
-    record = {
-        "device": device_name(),
-        "date": datetime.date.today().isoformat(),
-        "command": "python benchmarks/ccl.py" + ("" if args.size == 8192 else
-                                                 f" --size {args.size}"),
-        "versions": library_versions(),
-        "parts": parts,
-    }
-    if out is None:
-        print("\nsimulator run: no JSON written (pass --out FILE to write one)")
-        return
-    out.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"\nwrote {out}")
+            propagation[p] = sweeps, prop, blocks = measure_propagation(ns, image, 4,
+                                                                        args.repeat)
+            log(f"propagation {prop_size}^2 p={p:.2f}: {sweeps} sweeps, {prop:.2f} ms vs block "
+                f"labelling {blocks:.3f} ms")
+    record["parts"] = build_parts(results, propagation, prop_size, args.repeat, bandwidth)
+    write_outputs(args.out, record)
+    for part in record["parts"].values():
+        log(f"\n{part['title']}\n\n{format_table(part['columns'], part['rows'])}\n\n{part['note']}")
+    if args.record:
+        record_into(RECORDED, record)
+        log(f"\nmerged into {RECORDED}")
+    log(f"\ndone in {time.monotonic() - started:.0f} s; wrote {args.out / 'ccl.json'}, "
+        f"{args.out / 'ccl.md'}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

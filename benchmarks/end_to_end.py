@@ -15,9 +15,9 @@ for the lesson's function and the library's in the same process on the same data
 * softmax: ``softmax(x)`` (allocates its output) and ``softmax_gpu(x, y)`` (writes into a
   given ``y``) of lesson 03 vs ``torch.softmax``.
 * blob analysis: ``BlobAnalysis.run`` of lesson 05 (label, relabel, statistics) vs
-  ``cupyx.scipy.ndimage.label`` alone, 8192^2 random images; and beside it the same
-  pipeline labelling tile by tile (``BlobAnalysis(..., labelling="tiles")``), checked
-  against the per-pixel labelling's labels.
+  ``cupyx.scipy.ndimage.label`` alone, 8192^2 random images of densities 0.1 to 0.9, 4- and
+  8-connectivity; with the block labelling (the default) and, beside it, the per-pixel
+  union-find (``labelling="pixels"``), whose labels it must equal.
 
 Beside each end-to-end row, the kernel alone on preallocated buffers (CUDA events,
 ``workbook.bench.time_gpu(..., inner=10)``, L2 flushed per timed region) for ours and the
@@ -50,7 +50,7 @@ COLS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 DTYPES = ("float32", "float16")
 EPS = 1e-5
 CCL_SIZE = 8192
-CCL_DENSITIES = (0.3, 0.5, 0.59)
+CCL_DENSITIES = (0.1, 0.3, 0.5, 0.59, 0.9)
 MIN_SECONDS = 0.05  # each timed loop runs at least this long
 REPEAT = 5          # loops per measurement; the median is kept
 
@@ -240,8 +240,6 @@ def ccl_rows(ns, size, densities) -> tuple[list, list]:
     from scipy import ndimage
 
     end_rows = []
-    analysis = ns["BlobAnalysis"](size, size)
-    tiles = ns["BlobAnalysis"](size, size, labelling="tiles")
     for connectivity in (4, 8):
         structure = ndimage.generate_binary_structure(2, 1 if connectivity == 4 else 2)
         for p in densities:
@@ -250,30 +248,30 @@ def ccl_rows(ns, size, densities) -> tuple[list, list]:
                       for _ in range(2)]
             flat = [cuda.as_cuda_array(im.reshape(-1)) for im in images]
             _, want = cupy_ndimage.label(images[1], structure=structure)
-            check = ns["BlobAnalysis"](size, size)
-            count = check.run(flat[1], connectivity)
-            if count != int(want):
-                raise SystemExit(f"BlobAnalysis.run, p={p}, {connectivity}-connectivity: "
-                                 f"{count} blobs, cupyx finds {int(want)}")
-            if tiles.run(flat[1], connectivity) != count or not cupy.array_equal(
-                    cupy.asarray(tiles.labels), cupy.asarray(check.labels)):
-                raise SystemExit(f"BlobAnalysis.run with labelling='tiles', p={p}, "
-                                 f"{connectivity}-connectivity: labels differ from the "
-                                 "per-pixel labelling's")
-            del check
+            labels = {}
+            for labelling in ("blocks", "pixels"):
+                check = ns["BlobAnalysis"](size, size, labelling)
+                count = check.run(flat[1], connectivity)
+                if count != int(want):
+                    raise SystemExit(f"BlobAnalysis.run ({labelling}), p={p}, {connectivity}-"
+                                     f"connectivity: {count} blobs, cupyx finds {int(want)}")
+                labels[labelling] = cupy.asarray(check.labels).copy()
+                del check
+            if not cupy.array_equal(labels["blocks"], labels["pixels"]):
+                raise SystemExit(f"p={p}, {connectivity}-connectivity: the block labelling's "
+                                 "labels differ from the per-pixel labelling's")
+            del labels
             lib = per_call_us([lambda im=im, s=structure: cupy_ndimage.label(im, structure=s)
                                for im in images], repeat=3)
-            ours = per_call_us([lambda im=im, c=connectivity: analysis.run(im, c)
-                                for im in flat], repeat=3)
-            end_rows.append(row([f"p={p}", connectivity, "BlobAnalysis.run"], ours, lib))
-            print(f"ccl p={p} {connectivity}-conn BlobAnalysis.run {ours:9.0f} us  "
-                  f"cupyx label {lib:9.0f} us  x{lib / ours:.2f}", flush=True)
-            ours_tiles = per_call_us([lambda im=im, c=connectivity: tiles.run(im, c)
-                                      for im in flat], repeat=3)
-            end_rows.append(row([f"p={p}", connectivity, "BlobAnalysis.run (tiles)"],
-                                ours_tiles, lib))
-            print(f"ccl p={p} {connectivity}-conn BlobAnalysis.run (tiles) {ours_tiles:9.0f} us  "
-                  f"cupyx label {lib:9.0f} us  x{lib / ours_tiles:.2f}", flush=True)
+            for labelling, name in (("blocks", "BlobAnalysis.run"),
+                                    ("pixels", "BlobAnalysis.run (pixels)")):
+                analysis = ns["BlobAnalysis"](size, size, labelling)
+                ours = per_call_us([lambda im=im, c=connectivity, a=analysis: a.run(im, c)
+                                    for im in flat], repeat=3)
+                end_rows.append(row([f"p={p}", connectivity, name], ours, lib))
+                print(f"ccl p={p} {connectivity}-conn {name:26s} {ours:9.0f} us  cupyx label "
+                      f"{lib:9.0f} us  x{lib / ours:.2f}", flush=True)
+                del analysis
             del images, flat
             cupy.get_default_memory_pool().free_all_blocks()
     return end_rows, []
@@ -298,8 +296,8 @@ NOTES = {
     "softmax": "'numba's allocator': softmax(x) with cuda.device_array from the driver; "
                "'softmax(x)': its output from the pool; 'softmax_gpu(x, y)': into a given y. ",
     "ccl": "cupyx.scipy.ndimage.label alone against the whole BlobAnalysis.run (label, "
-           "relabel, statistics). '(tiles)': the same with labelling='tiles' (label_tiles: "
-           "tiles labelled in shared memory, unions across tile borders only). ",
+           "relabel, statistics): with the block labelling (the default), and '(pixels)' "
+           "with the per-pixel union-find. ",
 }
 
 

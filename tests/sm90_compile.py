@@ -90,6 +90,9 @@ PROFILED = {
     "layernorm.block_smem": (lambda ns: ns["layernorm_block_smem_kernel"], NORM),
     "layernorm.block_uncached": (lambda ns: ns["layernorm_block_uncached_kernel"], NORM),
     "ccl.stats_block": (lambda ns: ns["blob_stats_block_kernel"], STATS),
+    # profiled: exercise 5's compress on this kernel's forest; the variants change this kernel
+    "ccl.block_init": (lambda ns: ns["block_init_kernel"],
+                       "void(uint8[::1], int32[::1], uint8[::1], int64, int64, int64)"),
 }
 
 

@@ -1,17 +1,26 @@
-"""Lesson 05: the solutions pass, known-buggy variants are rejected, and the test images and
-references behave as the checks assume."""
+"""Lesson 05: the solutions pass, known-buggy variants are rejected with a diagnosis, the test
+images and references behave as the checks assume, and BlobAnalysis gives scipy's labels."""
 
 import numpy as np
 import pytest
-from solution_cells import bug_id, namespace_with, namespace_with_variant, solution_notebook
+from scipy import ndimage
+from solution_cells import (
+    assert_rejected,
+    bug_id,
+    namespace_with,
+    namespace_with_variant,
+    solution_notebook,
+)
 
 import workbook
 from grader.exercise import Case, Mismatch, check_exercise
 from grader.exercises import ccl
 from grader.exercises import get as get_exercise
 from grader.runner import exec_cell
+from workbook import ccl_blocks as cb
 
 LESSON = "05_ccl"
+
 
 def _sanitizer():
     try:
@@ -55,101 +64,180 @@ STATS_RUN = "for x in range(x0, min(x0 + PIXELS, width)):"
 STATS_ROWS = "    if y < height:\n        " + STATS_RUN
 STATS_BOUND = "    if x >= width or y >= height:\n        return\n    k = labels"
 INIT_BOUND = "    if x >= width or y >= height:\n        return\n    i = y * width + x\n    parent"
+FINAL_ROWS = "        y = 2 * by + r\n        if y < height:\n            root = roots"
 PAST_IMAGE = pytest.mark.sim_only
+OUT_OF_BOUNDS = ("out of bounds", "is out of bounds")
 
-# (exercise, bug, text in the solution, replacement, words expected in the message: a
-# string, or a tuple of alternatives)
+# What the checks report (grader.exercises.ccl) for labels that split a blob.
+SPLIT = ("wrong result", "a missing merge")
+
+# The block init's parent choice, as the solution writes it (its tile conditions included).
+LINK_CHOICE = ("    elif to_s and not first_col and (sb or node == bottom):\n"
+               "        parent, done_s = (top - 1 if sb else bottom - 1), True\n")
+# A grid-stride clear of the whole forest at the start of the init kernel: every thread
+# writes cells that other blocks' threads link.
+CLEAR_FOREST = ("    bx, by = cuda.grid(2)\n    cols = (width + 1) // 2\n"
+                "    if bx >= cols or 2 * by >= height:\n        return\n")
+
+# (exercise, bug, text in the solution, replacement, expected rejection: (kind, words in the
+# message) with kind a key of BUG_STATUSES, or a dict of them by mode)
 BUGGY = [
     pytest.param("stats", "column bound one past the row (x > width)", STATS_BOUND,
-                 STATS_BOUND.replace("x >= width", "x > width"), "out of bounds",
+                 STATS_BOUND.replace("x >= width", "x > width"), OUT_OF_BOUNDS,
                  marks=PAST_IMAGE),
     pytest.param("stats_block", "a thread's pixels not clamped at the row's end", STATS_RUN,
-                 "for x in range(x0, x0 + PIXELS):", "out of bounds", marks=PAST_IMAGE),
+                 "for x in range(x0, x0 + PIXELS):", OUT_OF_BOUNDS, marks=PAST_IMAGE),
     pytest.param("stats_block", "tile rows past the image (y <= height)", STATS_ROWS,
-                 STATS_ROWS.replace("y < height", "y <= height"), "out of bounds",
+                 STATS_ROWS.replace("y < height", "y <= height"), OUT_OF_BOUNDS,
                  marks=PAST_IMAGE),
-    pytest.param("union_find", "init kernel's column bound one past the row (x > width)",
-                 INIT_BOUND, INIT_BOUND.replace("x >= width", "x > width"), "out of bounds",
+    pytest.param("uf_init", "init kernel's column bound one past the row (x > width)",
+                 INIT_BOUND, INIT_BOUND.replace("x >= width", "x > width"), OUT_OF_BOUNDS,
                  marks=PAST_IMAGE),
     ("flood_fill", "4-neighbours under 8-connectivity", "NEIGHBOURS[connectivity]:",
-     "NEIGHBOURS[4]:", "8-adjacent"),
+     "NEIGHBOURS[4]:", ("wrong result", "8-adjacent")),
     ("runs", "stop inclusive", "runs.append((y, start, x))", "runs.append((y, start, x - 1))",
-     "stop is exclusive"),
+     ("wrong result", "stop is exclusive")),
     ("run_labels", "no diagonal contact under 8-connectivity",
-     "reach = 1 if connectivity == 8 else 0", "reach = 0", "8-adjacent"),
+     "reach = 1 if connectivity == 8 else 0", "reach = 0", ("wrong result", "8-adjacent")),
     ("propagation", "8-neighbours under 4-connectivity",
      "j = neighbour(image, y, x, dy, dx, height, width, connectivity)\n"
      "                if j >= 0 and labels_in[j] < best:",
      "j = neighbour(image, y, x, dy, dx, height, width, 8)\n"
-     "                if j >= 0 and labels_in[j] < best:", "diagonal"),
+     "                if j >= 0 and labels_in[j] < best:", ("wrong result", "diagonal")),
     ("propagation", "stops after one sweep", "        if changed[0] == 0:\n            break",
-     "        break", "smallest index"),
+     "        break", ("wrong result", "smallest index")),
+    ("uf_init", "background linked to itself", "    parent = -1\n    if image[i] != 0:",
+     "    parent = i\n    if image[i] != 0:", ("wrong result", "it is background: -1")),
+    ("uf_init", "a parent that is not the smallest back neighbour",
+     "if j >= 0 and j < parent:", "if j >= 0 and (parent == i or j > parent):",
+     ("wrong result", "a larger one was chosen")),
+    ("uf_init", "compress follows one step only", "    while parents[i] != i:\n        i = "
+     "parents[i]\n    return i", "    if parents[i] != i:\n        i = parents[i]\n    return i",
+     ("wrong result", "that is its parent; follow parents until parents[r] == r")),
     pytest.param("union_find", "missing atomic in the merge",
                  "old = cuda.atomic.min(forest, a, b)",
-                 "old = forest[a]\n        forest[a] = min(old, b)", "race", marks=RACE),
+                 "old = forest[a]\n        forest[a] = min(old, b)",
+                 ("race", "data race on forest["), marks=RACE),
     ("union_find", "no final resolve",
-     "    uf_compress_kernel[grid_1d(n), THREADS](forest, d_labels, n)\n", "", "missing merge"),
+     "    uf_compress_kernel[grid_1d(n), THREADS](forest, d_labels, n)\n", "", SPLIT),
     ("union_find", "merge misses the up-right neighbour", MERGE_NEIGHBOURS,
-     MERGE_NEIGHBOURS.replace("range(-1, 2)", "range(-1, 1)"), "8-adjacent"),
+     MERGE_NEIGHBOURS.replace("range(-1, 2)", "range(-1, 1)"), ("wrong result", "8-adjacent")),
     ("union_find", "smaller root linked below the larger", "        if a < b:\n",
-     "        if a > b:\n", ""),
+     "        if a > b:\n", SPLIT),  # atomic.min(forest, a, b) with a < b links nothing
     ("scan", "off by one (inclusive scan)",
      "            out[base + j] = running\n            running += value",
-     "            running += value\n            out[base + j] = running", "inclusive"),
+     "            running += value\n            out[base + j] = running",
+     ("wrong result", "inclusive")),
     ("scan", "block offsets never added",
-     "        add_offsets_kernel[blocks, SCAN_THREADS](d_out, offsets, n)\n", "", "offsets"),
+     "        add_offsets_kernel[blocks, SCAN_THREADS](d_out, offsets, n)\n", "",
+     ("wrong result", "offsets")),
     ("compaction", "labels start at 0", "out[i] = ranks[root] + 1 if root >= 0 else 0",
-     "out[i] = ranks[root] if root >= 0 else 0", "one less"),
+     "out[i] = ranks[root] if root >= 0 else 0", ("wrong result", "one less")),
     ("compaction", "every foreground pixel flagged", "flags[i] = 1 if labels[i] == i else 0",
-     "flags[i] = 1 if labels[i] >= 0 else 0", "expected label"),
+     "flags[i] = 1 if labels[i] >= 0 else 0", ("wrong result", "expected label")),
     pytest.param("stats", "plain += on area", "cuda.atomic.add(area, k, 1)", "area[k] += 1",
-                 "race", marks=RACE),
+                 ("race", "data race"), marks=RACE),
     ("stats", "min where max is meant", "cuda.atomic.max(xmax, k, x)",
-     "cuda.atomic.min(xmax, k, x)", "xmax"),
+     "cuda.atomic.min(xmax, k, x)", ("wrong result", "xmax")),
     pytest.param("stats_block", "plain += when flushing the table",
-                 "cuda.atomic.add(area, k, t_area[s])", "area[k] += t_area[s]", "race",
-                 marks=RACE),
+                 "cuda.atomic.add(area, k, t_area[s])", "area[k] += t_area[s]",
+                 ("race", "data race"), marks=RACE),
     pytest.param("stats_block", "slot claimed without compare-and-swap",
                  "        old = cuda.atomic.cas(keys, s, EMPTY, k)\n",
                  "        old = keys[s]\n        keys[s] = k if old == EMPTY else old\n",
-                 "race", marks=BLOCK_RACE),
+                 ("race", "data race on shared memory keys["), marks=BLOCK_RACE),
+    # --- the block labelling ---
+    ("block_init", "a missing link direction (R never touches)", "to_r = b & rc", "to_r = 0",
+     ("wrong result", "touches its neighbour R (up-right)")),
+    ("block_init", "a union skipped for a pixel of a neighbour not joined",
+     "        if not ((done_q and qc) or (done_s and sb)):\n            bits |= UNION_P",
+     "        if not (qc or sb):\n            bits |= UNION_P",
+     ("wrong result", "a union skipped although the neighbour it touches was not joined")),
+    ("block_init", "S linked through its bottom cell from a top node (a larger key)",
+     LINK_CHOICE, LINK_CHOICE.replace(" and (sb or node == bottom)", ""),
+     ("wrong result", "a larger key")),
+    ("block_init", "bottom cell not linked to the top one",
+     "forest[bottom] = top if c | d else -1", "forest[bottom] = bottom if c | d else -1",
+     ("wrong result", "its bottom cell is not joined to its top cell")),
+    ("block_init", "wrong 2x2 bound for odd widths (the last half block skipped)",
+     CLEAR_FOREST, CLEAR_FOREST.replace("if bx >= cols or", "if 2 * bx + 1 >= width or"),
+     ("wrong result", "never written")),
+    ("block_init", "pixel bits c and d swapped", "bits = a | b << 1 | c << 2 | d << 3",
+     "bits = a | b << 1 | d << 2 | c << 3", ("wrong result", "pixel bits")),
+    pytest.param("block_init", "a race in init: the whole forest cleared by every thread first",
+                 CLEAR_FOREST, CLEAR_FOREST + "    for k in range(by * cols + bx, forest.size, "
+                 "cuda.gridsize(2)[0] * cuda.gridsize(2)[1]):\n        forest[k] = -1\n",
+                 ("race", ("data race on global memory forest[", "data race on forest[")),
+                 marks=RACE),
+    pytest.param("block_init", "no union skipped: one for every touching neighbour",
+                 "        if not ((done_p and qc) or (done_r and qd) or (done_s and qc and sb)):",
+                 "        if True:",
+                 ("wrong result", "the forest joins them anyway; skip that union"),
+                 marks=pytest.mark.sim_only),  # on a GPU a correct, slower init
+    ("block_label", "no resolve after the merge (init roots kept)",
+     "    resolve_roots_kernel[grid_1d(n), THREADS](forest, roots, n)\n", "", SPLIT),
+    ("block_label", "labels start at 0", "label = ranks[root] + 1 if root >= 0 else 0",
+     "label = ranks[root] if root >= 0 else 0", ("wrong result", "one less")),
+    ("block_label", "the merge ignores UNION_R",
+     "            if bits & UNION_R:\n                join(forest, roots, node, top - cols + 1)\n",
+     "", SPLIT),
+    pytest.param("block_label", "resolve writes every entry, also the init roots others read",
+                 "            if final != root:\n                roots[k] = final",
+                 "            roots[k] = final",
+                 ("race", ("data race on global memory roots[", "data race on roots[")),
+                 marks=BLOCK_RACE),
+    pytest.param("block_label", "the last block row written past the image (no y < height)",
+                 FINAL_ROWS, FINAL_ROWS.replace("        if y < height:\n", "        if True:\n"),
+                 OUT_OF_BOUNDS, marks=PAST_IMAGE),
     ("gpu_runs", "run at the end of a row lost", "for x in range(width + 1):",
-     "for x in range(width):", "run"),
+     "for x in range(width):", ("wrong result", ("runs, got", "expected (row, start, stop)"))),
 ]
 
-# blob_stats_block_kernel that covers the tile correctly but sends every pixel straight to
-# the global arrays: right results, no saving in atomic traffic
+
 @pytest.mark.parametrize("exercise", [e.id.split(".")[1] for e in ccl.EXERCISES])
 def test_solution_passes(exercise):
     ns = namespace_with(LESSON, f"ccl.{exercise}")
     before = dict(ns)
     result = check_exercise(get_exercise(f"ccl.{exercise}"), ns, workbook.MODE)
     assert result.passed, result.summary()
-    # the grader swaps the merge kernel for a watched stand-in while it runs: restored after
+    # the grader swaps kernels for watched stand-ins while it runs: restored after
     assert all(ns[name] is value for name, value in before.items())
 
 
-@pytest.mark.parametrize("exercise,bug,old,new,words", BUGGY, ids=[bug_id(b) for b in BUGGY])
-def test_buggy_variant_rejected(exercise, bug, old, new, words):
+@pytest.mark.parametrize("exercise,bug,old,new,expect", BUGGY, ids=[bug_id(b) for b in BUGGY])
+def test_buggy_variant_rejected(exercise, bug, old, new, expect):
     ns = namespace_with(LESSON, f"ccl.{exercise}", old, new)
     result = check_exercise(get_exercise(f"ccl.{exercise}"), ns, workbook.MODE)
-    assert not result.passed, f"{bug} was not caught: {result.summary()}"
-    alternatives = (words,) if isinstance(words, str) else words
-    assert any(w in result.summary() for w in alternatives), result.summary()
+    assert_rejected(result, bug, expect, workbook.MODE)
 
 
-def _slow_stats_block_namespace():
-    return namespace_with_variant(LESSON, "ccl.stats_block", ccl.SLOW_VARIANTS["ccl.stats_block"])
+def test_every_exercise_has_a_buggy_variant():
+    tested = {(b.values if hasattr(b, "values") else b)[0] for b in BUGGY}
+    assert {e.id.split(".")[1] for e in ccl.EXERCISES} <= tested
+
+
+def _slow_namespace(exercise_id):
+    return namespace_with_variant(LESSON, exercise_id, ccl.SLOW_VARIANTS[exercise_id])
 
 
 @pytest.mark.sim_only  # the atomics are counted in the simulator; on a GPU ncu counts them
 def test_per_pixel_atomics_rejected_by_block_statistics():
     """The metric rules' slow variant: right numbers, but one atomic per pixel."""
-    ns = _slow_stats_block_namespace()
+    ns = _slow_namespace("ccl.stats_block")
     result = check_exercise(get_exercise("ccl.stats_block"), ns, workbook.MODE)
     assert not result.passed
     assert "cuda.atomic.add calls on area" in result.summary()
     assert "results are right" in result.summary()
+
+
+@pytest.mark.sim_only  # on a GPU the metric rule measures what the links cost instead
+def test_links_leaving_the_tile_rejected_by_block_init():
+    """The metric rule's slow variant: the right blobs, but links across tiles."""
+    ns = _slow_namespace("ccl.block_init")
+    result = check_exercise(get_exercise("ccl.block_init"), ns, workbook.MODE)
+    assert_rejected(result, "links across tiles",
+                    ("wrong result", "in another tile (a thread block covers"), workbook.MODE)
+    assert "the results are right" in result.summary()
 
 
 @pytest.mark.sim_only
@@ -161,7 +249,7 @@ def test_profile_launch_runs_for_the_solution_and_the_slow_variant(monkeypatch):
                         outputs.append(real(count)) or outputs[-1])
     exercise = get_exercise("ccl.stats_block")
     results = []
-    for ns in (namespace_with(LESSON, "ccl.stats_block"), _slow_stats_block_namespace()):
+    for ns in (namespace_with(LESSON, "ccl.stats_block"), _slow_namespace("ccl.stats_block")):
         outputs.clear()
         exercise.profile(ns)
         assert len(outputs) == 2  # the warm-up launch and the profiled one
@@ -172,6 +260,167 @@ def test_profile_launch_runs_for_the_solution_and_the_slow_variant(monkeypatch):
     for got in results:
         for name in ccl.STAT_NAMES:
             np.testing.assert_array_equal(got[name][:count], want[name], err_msg=name)
+
+
+class _Recorder:
+    """Stands in for a kernel: records each launch's arguments after running it."""
+
+    def __init__(self, kernel, calls):
+        self.kernel, self.calls = kernel, calls
+
+    def __getitem__(self, config):
+        def launch(*args):
+            self.kernel[config](*args)
+            self.calls.append((config, [a.copy_to_host() if hasattr(a, "copy_to_host") else a
+                                        for a in args]))
+        return launch
+
+
+@pytest.mark.sim_only
+def test_block_init_profile_launch_measures_the_walks_of_each_init(monkeypatch):
+    """The GPU profile launch at a simulator size: the init, then exercise 5's compress on
+    its forest (the profiled kernel, launched twice: a warm-up, then the image). The slow
+    variant's links leave the tile, and its compress walks longer chains."""
+    shape = (24, 40)
+    monkeypatch.setattr(ccl, "BLOCK_PROFILE", (shape, 0.75, 8))
+    exercise = get_exercise("ccl.block_init")
+    assert exercise.profile_kernels == ("uf_compress_kernel",) and exercise.profile_skip == 1
+    steps = {}
+    for name, ns in (("solution", namespace_with(LESSON, "ccl.block_init")),
+                     ("slow", _slow_namespace("ccl.block_init"))):
+        calls = []
+        ns["uf_compress_kernel"] = _Recorder(ns["uf_compress_kernel"], calls)
+        exercise.profile(ns)
+        assert len(calls) == 2
+        forest, roots = calls[-1][1][0], calls[-1][1][1]
+        want_roots, walk = cb.walks(forest)
+        np.testing.assert_array_equal(roots, want_roots)
+        steps[name] = int(walk.sum())
+    assert steps["slow"] > 1.3 * steps["solution"], steps
+
+
+# --- the block labelling's rules, the model and the kernels ------------------------------------
+
+def _block_namespace():
+    return namespace_with(LESSON, "ccl.block_label")
+
+
+@pytest.fixture(scope="module")
+def block_ns():
+    return _block_namespace()
+
+
+def test_the_lesson_states_the_model_s_bits(block_ns):
+    """The notebook's constants and workbook.ccl_blocks's (which the grader checks) agree."""
+    for name in ("PIXEL_A", "PIXEL_B", "PIXEL_C", "PIXEL_D", "UNION_P", "UNION_Q", "UNION_R",
+                 "UNION_S", "UNION_UP", "UNION_LEFT_TOP", "UNION_LEFT_BOTTOM"):
+        assert block_ns[name] == getattr(cb, name), name
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+def test_model_gives_scipy_labels(connectivity):
+    """workbook.ccl_blocks's rules (links, unions, numbering by key) against scipy, on random
+    images of every density and small tiles (many tile borders)."""
+    rng = np.random.default_rng(7)
+    structure = ndimage.generate_binary_structure(2, 1 if connectivity == 4 else 2)
+    for _ in range(400):
+        shape = tuple(int(v) for v in rng.integers(1, 26, 2))
+        image = ccl.random_image(rng, shape, rng.uniform(0.05, 0.95))
+        tile = (int(rng.integers(1, 5)), int(rng.integers(1, 4)))
+        got, count = cb.label(image, connectivity, tile)
+        want, want_count = ndimage.label(image, structure)
+        assert count == want_count and np.array_equal(got, want), (shape, tile)
+
+
+def test_walks_count_the_steps_to_the_root():
+    parents = np.array([0, 0, 1, 2, -1, 5, 3, 5])
+    roots, steps = cb.walks(parents)
+    assert roots.tolist() == [0, 0, 0, 0, -1, 5, 0, 5]
+    assert steps.tolist() == [0, 1, 2, 3, 0, 0, 4, 1]
+
+
+def test_pixel_parents_follow_exercise_5s_rule():
+    """The smallest connected back neighbour, by hand on a 3 x 3 image."""
+    image = np.array([[1, 1, 0],
+                      [0, 1, 1],
+                      [1, 0, 1]], np.uint8)
+    assert cb.pixel_parents(image, 8).tolist() == [0, 0, -1, -1, 0, 1, 4, -1, 4]
+    assert cb.pixel_parents(image, 4).tolist() == [0, 0, -1, -1, 1, 4, 6, -1, 5]
+
+
+def test_full_image_needs_one_union_per_tile():
+    """The lesson's claim: on a full image only the first block of each tile flags a union
+    (with the tile on its left or above), except the image's first tile."""
+    tile = (4, 3)
+    image = np.ones((2 * 3 * 2, 2 * 4 * 5), np.uint8)  # 2 x 5 tiles of 4 x 3 blocks
+    _, links = cb.init(image, 8, tile)
+    unions = (links & 0xF0) != 0
+    assert unions.sum() == 2 * 5 - 1
+    rows, cols, _ = cb.sizes(image.shape)
+    by, bx = np.divmod(np.flatnonzero(unions), cols)
+    assert (by % tile[1] == 0).all() and (bx % tile[0] == 0).all()
+
+
+def _block_images():
+    exercise = get_exercise("ccl.block_label")
+    rng = np.random.default_rng(11)
+    return [(case, ccl.make_image_inputs(rng, case)) for case in exercise.cases_for("sim")]
+
+
+@pytest.mark.sim_only  # the simulator's cases; on a GPU the check runs them at its sizes
+def test_solution_kernels_follow_the_model(block_ns):
+    """block_init_kernel writes exactly the forest and links that workbook.ccl_blocks
+    derives from the lesson's rules, on every simulator case of the exercise."""
+    from numba import cuda
+
+    block = tuple(block_ns["BLOCK"])
+    for case, inputs in _block_images():
+        image, connectivity = inputs["image"], inputs["connectivity"]
+        h, w = image.shape
+        rows, cols, cells = cb.sizes(image.shape)
+        forest = cuda.device_array(cells, np.int32)
+        links = cuda.device_array(rows * cols, np.uint8)
+        grid = (-(-cols // block[0]), -(-rows // block[1]))
+        block_ns["block_init_kernel"][grid, block](cuda.to_device(image.ravel()), forest, links,
+                                                   h, w, connectivity)
+        want_forest, want_links = cb.init(image, connectivity, block)
+        np.testing.assert_array_equal(forest.copy_to_host(), want_forest, err_msg=case.name())
+        np.testing.assert_array_equal(links.copy_to_host(), want_links, err_msg=case.name())
+
+
+def test_explain_block_links_names_the_missing_direction():
+    """A forest without the union that joins a block to its up-right neighbour: the message
+    names R and the two pixels that touch."""
+    image = np.zeros((4, 6), np.uint8)
+    image[1, 4] = image[2, 3] = 1  # pixel d of block (0, 2) touches pixel b of block (1, 1)
+    forest, links = cb.init(image, 8, (8, 8))
+    assert links[1 * 3 + 1] & cb.UNION_R == 0  # linked, not a union: R inside the tile
+    forest[forest >= 0] = np.flatnonzero(forest >= 0)  # every cell its own root
+    with pytest.raises(Mismatch, match=r"touches its neighbour R \(up-right\) at pixels "
+                                       r"\(2,3\) and \(1,4\)"):
+        ccl.explain_block_links(forest, links, image, 8)
+
+
+def test_explain_block_links_accepts_the_model_and_rejects_a_link_to_another_blob():
+    image = ccl.random_image(np.random.default_rng(1), (9, 14), 0.5)
+    for connectivity in (4, 8):
+        forest, links = cb.init(image, connectivity, (3, 2))
+        ccl.explain_block_links(forest, links, image, connectivity, tile=(3, 2))
+    image = np.zeros((2, 6), np.uint8)
+    image[0, 0] = image[0, 5] = 1
+    forest, links = cb.init(image, 8, (8, 8))
+    forest[2] = 0  # the cell of pixel (0, 5) links to the cell of (0, 0)
+    with pytest.raises(Mismatch, match="which is in another blob"):
+        ccl.explain_block_links(forest, links, image, 8)
+
+
+def test_block_images_are_what_they_claim():
+    staircase = ccl.staircase_image((9, 14))
+    assert ccl.scipy_labels(staircase, 4)[1] == ccl.scipy_labels(staircase, 8)[1] == 1
+    diagonals = ccl.diagonals_image((13, 18))
+    assert ccl.scipy_labels(diagonals, 8)[1] == 1
+    assert ccl.scipy_labels(diagonals, 4)[1] > 10
+    assert ccl.dot_image((7, 7)).sum() == 1
 
 
 # --- test images and references ----------------------------------------------------------------
@@ -255,7 +504,7 @@ def test_image_cases_parse():
     assert inputs["connectivity"] == 8
 
 
-# --- BlobAnalysis: labelling tile by tile (the example cell) -----------------------------------
+# --- BlobAnalysis (the example cell) -----------------------------------------------------------
 
 def example_namespace(after: str = "", old: str = "", new: str = "") -> dict:
     """The solution's setup, exercise and example cells executed, as the benchmarks run them;
@@ -277,11 +526,11 @@ def example_ns():
 
 
 def staircase_image(tile, tiles: int) -> np.ndarray:
-    """``tiles`` tiles of size ``tile`` = (x, y) along the anti-diagonal of a tiles x tiles
-    grid of tiles, each crossed by a 4-connected staircase from its bottom-left pixel to its
-    top-right one; from there a diagonal step up and right, across the tiles' corners, leads
-    to the next tile's bottom-left pixel. The corners are the only contacts between tiles:
-    one blob under 8-connectivity, one per tile under 4."""
+    """``tiles`` tiles of size ``tile`` = (x, y) pixels along the anti-diagonal of a tiles x
+    tiles grid of tiles, each crossed by a 4-connected staircase from its bottom-left pixel
+    to its top-right one; from there a diagonal step up and right, across the tiles'
+    corners, leads to the next tile's bottom-left pixel. The corners are the only contacts
+    between tiles: one blob under 8-connectivity, one per tile under 4."""
     tw, th = tile
     image = np.zeros((tiles * th, tiles * tw), np.uint8)
     for t in range(tiles):
@@ -309,183 +558,183 @@ def snake_image(shape) -> np.ndarray:
     return image
 
 
-def tile_cases(tile) -> dict:
-    """Images for the tile path, by name; their sizes depend on the tile (x, y) = ``tile``."""
+def tile_images(tile) -> dict:
+    """Images across the tiles of the block labelling, by name; ``tile`` = (x, y) pixels."""
     tw, th = tile
     rng = np.random.default_rng(2024)
-    cases = {f"random {p}": ccl.random_image(rng, (2 * th + 3, 3 * tw - 2), p)
-             for p in (0.2, 0.41, 0.5, 0.59, 0.8)}
+    images = {f"random {p}": ccl.random_image(rng, (2 * th + 3, 3 * tw - 2), p)
+              for p in (0.2, 0.41, 0.5, 0.59, 0.8)}
     for h, w, size in ((th + 1, tw + 1, "tile+1 x tile+1"), (th - 1, tw - 1, "tile-1 x tile-1"),
-                       (th + 1, tw - 1, "tile+1 x tile-1"), (th - 1, tw + 1, "tile-1 x tile+1"),
                        (2 * th - 1, 2 * tw + 1, "2tile-1 x 2tile+1")):
-        cases[f"random 0.6 {size}"] = ccl.random_image(rng, (h, w), 0.6)
-        cases[f"frame {size}"] = ccl.frame_image(rng, (h, w))
-    cases.update({
+        images[f"random 0.6 {size}"] = ccl.random_image(rng, (h, w), 0.6)
+        images[f"frame {size}"] = ccl.frame_image(rng, (h, w))
+    images.update({
         "spiral": ccl.spiral_image((2 * th + 1, 2 * tw + 3)),
         "snake": snake_image((2 * th + 3, 2 * tw + 1)),
-        "maze": ccl.maze_image(rng, (2 * th + 1, 2 * tw + 1)),
-        "checker": ccl.checker_image((th + 2, 2 * tw + 1)),
         "staircase up-right": staircase_image(tile, 3),
         "staircase up-left": staircase_image(tile, 3)[:, ::-1].copy(),
+        "staircase, odd tiles": staircase_image((tw - 1, th + 1), 3),
         "single row": ccl.random_image(rng, (1, 3 * tw + 1), 0.6),
         "single column": ccl.random_image(rng, (3 * th + 1, 1), 0.6),
         "full": np.ones((th + 1, 2 * tw - 1), np.uint8),
         "empty": np.zeros((th - 1, tw + 1), np.uint8),
         "one pixel": np.ones((1, 1), np.uint8),
     })
-    return cases
+    return images
 
 
-def label_tiles(ns, image: np.ndarray, connectivity: int) -> np.ndarray:
-    """``BlobAnalysis.label_tiles`` on ``image``: the roots, flat. In the simulator the roots
-    and the forest are watched for races between blocks."""
-    from numba import cuda
-
-    h, w = image.shape
-    analysis = ns["BlobAnalysis"](h, w, labelling="tiles")
-    if workbook.MODE == "sim":
-        from workbook.sim.global_races import watch
-
-        watch(analysis.roots, "roots")
-        watch(analysis.forest, "forest")
-    analysis.roots.copy_to_device(np.full(h * w, -7, np.int32))
-    analysis.label_tiles(cuda.to_device(np.ascontiguousarray(image.reshape(-1))), connectivity)
-    return analysis.roots.copy_to_host()
+def _tile_pixels(ns):
+    return (2 * ns["BLOCK"][0], 2 * ns["BLOCK"][1])
 
 
 def test_staircase_and_snake_images(example_ns):
     """The staircase meets other tiles only at corners; the snake is one path."""
-    tile = example_ns["LABEL_TILE"]
-    image = staircase_image(tile, 3)
+    image = staircase_image(_tile_pixels(example_ns), 3)
     assert ccl.scipy_labels(image, 8)[1] == 1
     assert ccl.scipy_labels(image, 4)[1] == 3
     assert ccl.scipy_labels(snake_image((7, 5)), 4)[1] == 1
 
 
-@pytest.mark.parametrize("name", list(tile_cases((8, 12))))  # the names, whatever the tile
-def test_label_tiles_gives_first_pixel_roots(example_ns, name):
-    """label_tiles: every foreground pixel holds its blob's first pixel, as label does."""
-    image = tile_cases(example_ns["LABEL_TILE"])[name]
-    for connectivity in (4, 8):
-        got = label_tiles(example_ns, image, connectivity)
-        want = ccl.first_pixel_labels(image, connectivity)
-        wrong = np.flatnonzero(got != want)
-        assert wrong.size == 0, (
-            f"{name} {image.shape}, {connectivity}-connectivity: {wrong.size} pixels wrong, "
-            f"first at {divmod(int(wrong[0]), image.shape[1])}: got {got[wrong[0]]}, "
-            f"expected {want[wrong[0]]}")
-
-
-@pytest.mark.parametrize("name", ["random 0.59", "spiral", "staircase", "edge"])
-def test_run_with_tiles_matches_scipy_and_the_pixel_path(example_ns, name):
+@pytest.mark.parametrize("name", list(tile_images((16, 8))))  # the names, whatever the tile
+def test_both_labellings_give_scipy_labels_and_statistics(example_ns, name):
+    """BlobAnalysis.run with each labelling: scipy's labels and count, and the statistics of
+    numpy's reference, on images across the tiles of the block labelling. In the simulator
+    the labels (which hold the forest until the last pass) are watched for races."""
     from numba import cuda
 
-    tw, th = example_ns["LABEL_TILE"]
-    image = {"random 0.59": ccl.random_image(np.random.default_rng(3), (2 * th + 1, 3 * tw), 0.59),
-             "spiral": ccl.spiral_image((th + 3, 2 * tw - 1)),
-             "staircase": staircase_image((tw, th), 2),
-             "edge": ccl.random_image(np.random.default_rng(4), (th + 1, tw - 1), 0.5)}[name]
+    image = tile_images(_tile_pixels(example_ns))[name]
     h, w = image.shape
     d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
     for connectivity in (4, 8):
         want, count = ccl.scipy_labels(image, connectivity)
-        tiles = example_ns["BlobAnalysis"](h, w, labelling="tiles")
-        assert tiles.run(d_image, connectivity) == count
-        np.testing.assert_array_equal(tiles.labels.copy_to_host().reshape(h, w), want)
-        pixels = example_ns["BlobAnalysis"](h, w)
-        assert pixels.labelling == "pixels"  # the measured path stays the default
-        pixels.label(d_image, connectivity)
-        np.testing.assert_array_equal(tiles.roots.copy_to_host(), pixels.roots.copy_to_host())
         stats = ccl.stats_reference(want, count)
-        for field in ccl.STAT_NAMES:
-            np.testing.assert_array_equal(tiles.stats[field].copy_to_host()[:count],
-                                          stats[field], err_msg=field)
+        for labelling in ("blocks", "pixels"):
+            analysis = example_ns["BlobAnalysis"](h, w, labelling)
+            if workbook.MODE == "sim":
+                from workbook.sim.global_races import watch
+
+                watch(analysis.labels, "labels")
+                watch(analysis.roots, "roots")
+            what = f"{name}, {connectivity}-connectivity, {labelling}"
+            assert analysis.run(d_image, connectivity) == count, what
+            np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(h, w), want,
+                                          err_msg=what)
+            for field in ccl.STAT_NAMES:
+                np.testing.assert_array_equal(analysis.stats[field].copy_to_host()[:count],
+                                              stats[field], err_msg=f"{what}: {field}")
 
 
-def test_unknown_labelling_is_refused(example_ns):
+def test_blocks_are_the_default_and_unknown_labellings_are_refused(example_ns):
+    assert example_ns["BlobAnalysis"](4, 4).labelling == "blocks"
     with pytest.raises(ValueError, match="labelling"):
-        example_ns["BlobAnalysis"](4, 4, labelling="tile")
+        example_ns["BlobAnalysis"](4, 4, labelling="tiles")
 
 
-BORDER_NEIGHBOURS = "        for dx in range(-1, 2):"
+def test_phases_can_be_repeated(example_ns):
+    """The benchmarks time each phase alone, again and again: relabel after relabel and
+    label after relabel (which overwrote the forest kept in the labels) give the same."""
+    from numba import cuda
 
-
-def test_border_merge_missing_the_corner_diagonal_is_caught():
-    """A border merge that skips the up-right neighbour loses the diagonal step across a
-    tile's top-right corner: the staircase falls apart under 8-connectivity."""
-    ns = example_namespace("def border_merge_kernel", BORDER_NEIGHBOURS,
-                           BORDER_NEIGHBOURS.replace("range(-1, 2)", "range(-1, 1)"))
-    image = staircase_image(ns["LABEL_TILE"], 3)
-    got = label_tiles(ns, image, 8)
-    assert not np.array_equal(got, ccl.first_pixel_labels(image, 8))
-    assert len(np.unique(got[got >= 0])) == 3  # one blob per tile: no corner was crossed
-    # the mirrored staircase crosses corners up-left, which the variant still merges
-    mirrored = image[:, ::-1].copy()
-    np.testing.assert_array_equal(label_tiles(ns, mirrored, 8),
-                                  ccl.first_pixel_labels(mirrored, 8))
-
-
-def test_border_merge_without_the_right_column_is_caught(example_ns):
-    """Under 8-connectivity a right-column pixel's up-right step enters the next tile below
-    its top row: a border merge launched on the top row and left column only misses it."""
-    tw, th = example_ns["LABEL_TILE"]
-    image = np.zeros((th, 2 * tw), np.uint8)
-    image[1, tw - 1] = image[0, tw] = 1  # one diagonal pair, across the vertical border
-    np.testing.assert_array_equal(label_tiles(example_ns, image, 8),
-                                  ccl.first_pixel_labels(image, 8))
-    ns = example_namespace("BORDER_THREADS =", "2 * (LABEL_TILE[1] - 1)",
-                           "(LABEL_TILE[1] - 1)")
-    got = label_tiles(ns, image, 8)
-    assert got[tw - 1 + 2 * tw] != got[tw]  # the two pixels stay apart
-
-
-@pytest.mark.sim_only
-@pytest.mark.skipif(not _checks_races_within_blocks(),
-                    reason="the simulator does not check races within a block")
-def test_tile_finds_without_a_barrier_after_the_unions_race():
-    """Without the barrier between the unions and the finds, a thread's plain loads of the
-    shared forest meet other threads' atomic unions: the sanitizer reports the race."""
-    from workbook.sim.sanitizer import RaceError
-
-    ns = example_namespace("    # 2. union", "    cuda.syncthreads()\n", "")
-    tw, th = ns["LABEL_TILE"]
-    with pytest.raises(RaceError, match="data race on shared memory"):
-        label_tiles(ns, np.ones((th, tw), np.uint8), 8)
-
-
-@PAST_IMAGE
-def test_border_merge_column_bound_one_past_the_row_is_caught():
-    """A border thread one column past a partial tile's last pixel (x > width) reads past
-    the image on its last row."""
-    bound = "    if x >= width or y >= height:  # a partial tile"
-    ns = example_namespace("def border_merge_kernel", bound,
-                           bound.replace("x >= width", "x > width"))
-    tw, th = ns["LABEL_TILE"]
-    with pytest.raises(IndexError, match="out of bounds"):
-        label_tiles(ns, np.ones((th + 1, tw - 1), np.uint8), 4)
+    image = ccl.random_image(np.random.default_rng(5), (13, 21), 0.6)
+    want, count = ccl.scipy_labels(image, 8)
+    d_image = cuda.to_device(image.reshape(-1))
+    analysis = example_ns["BlobAnalysis"](13, 21)
+    analysis.label(d_image, 8)
+    assert analysis.relabel() == count
+    assert analysis.relabel() == count
+    analysis.label(d_image, 8)
+    assert analysis.relabel() == count
+    np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(13, 21), want)
 
 
 @pytest.mark.slow
-def test_tile_kernels_compile_for_the_gpu():
-    """The simulator runs the tile kernels as Python; numba-cuda's compiler must accept
-    them too (types of shared-memory atomics, device functions on shared arrays)."""
+def test_block_kernels_compile_for_the_gpu():
+    """The simulator runs the block kernels as Python; numba-cuda's compiler must accept them
+    too (uint8 bytes of bits, device functions returning them, atomics in the merge)."""
     import subprocess
     import sys
     from pathlib import Path
 
     script = Path(__file__).with_name("sm90_compile.py")
-    args = "uint8[::1], int32[::1], int32[::1], int64, int64, int64"
+    u8, i32 = "uint8[::1]", "int32[::1]"
     done = subprocess.run(
         [sys.executable, str(script), LESSON,
-         "tile_label_kernel=void(uint8[::1], int32[::1], int64, int64, int64)",
-         f"border_merge_kernel=void({args})", f"uf_merge_kernel=void({args})"],
+         f"block_init_kernel=void({u8}, {i32}, {u8}, int64, int64, int64)",
+         f"block_merge_kernel=void({u8}, {i32}, {i32}, int64, int64, int64)",
+         f"resolve_roots_kernel=void({i32}, {i32}, int64)",
+         f"resolve_cells_kernel=void({i32}, {i32}, int64)",
+         f"block_final_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64)"],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = {line.split(":")[0].removeprefix("ok "): line for line in done.stdout.splitlines()
              if line.startswith("ok ")}
-    # the tile pass: its three phases apart, its unions on the shared-memory forest
-    assert "2 barriers" in lines["tile_label_kernel"], lines
-    assert "0 shared-memory" not in lines["tile_label_kernel"], lines
-    assert " 0 other atomics" in lines["tile_label_kernel"], lines
-    # the border merge: global atomics only, as exercise 5's merge
-    assert "0 shared-memory" in lines["border_merge_kernel"], lines
+    assert len(lines) == 5, done.stdout
+    # the init links with plain stores; only the merge uses atomics
+    for name in ("block_init_kernel", "resolve_roots_kernel", "resolve_cells_kernel",
+                 "block_final_kernel"):
+        assert " 0 other atomics" in lines[name], lines[name]
+    assert " 0 other atomics" not in lines["block_merge_kernel"], lines
+
+
+# --- benchmarks/ccl.py -------------------------------------------------------------------------
+
+def _benchmark():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "ccl.py"
+    spec = importlib.util.spec_from_file_location("ccl_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.sim_only
+def test_benchmark_smoke_run_writes_its_tables(tmp_path):
+    """benchmarks/ccl.py --sim-smoke: the same checks and files as on a GPU, tiny images in
+    the simulator (2 sizes x 2 densities x 2 connectivities, both labellings)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "ccl.py"
+    done = subprocess.run([sys.executable, str(script), str(tmp_path), "--sim-smoke"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    record = json.loads((tmp_path / "ccl.json").read_text())
+    parts = record["parts"]
+    assert set(parts) == {"phases", "memory", "stats", "propagation"}
+    phases = parts["phases"]
+    column = {name: k for k, name in enumerate(phases["columns"])}
+    assert len(phases["rows"]) == 2 * 2 * 2 * 2  # sizes x densities x connectivities x labellings
+    assert {row[column["labelling"]] for row in phases["rows"]} == {"blocks", "pixels"}
+    assert {row[column["size"]] for row in phases["rows"]} == {16, 23}
+    # the counts are scipy's (each image is checked before it is timed)
+    rows16 = [r for r in phases["rows"] if r[column["size"]] == 16
+              and r[column["image"]] == "p=0.30, 8-conn"]
+    image = _benchmark().random_image(16, 0.3, seed=0)
+    assert {r[column["blobs"]] for r in rows16} == {ccl.scipy_labels(image, 8)[1]}
+    assert len(parts["memory"]["rows"]) == 8 and len(parts["stats"]["rows"]) == 4
+    assert parts["stats"]["title"].startswith("blob statistics of a 23x23 image")
+    table = (tmp_path / "ccl.md").read_text()
+    assert "| size | image | labelling | blobs |" in table
+    assert "done in" in (tmp_path / "ccl.log").read_text()
+
+
+def test_benchmark_record_keeps_the_parts_of_other_runs(tmp_path):
+    bench = _benchmark()
+    path = tmp_path / "05_ccl.json"
+    path.write_text('{"device": "old", "date": "2026-01-01", "parts": {'
+                    '"phases": {"rows": [1]}, "tiles": {"rows": [2], "device": "H100"}, '
+                    '"end_to_end": {"rows": [3], "device": "H100"}}}')
+    bench.record_into(path, {"device": "new", "date": "2026-02-02", "command": "c",
+                             "versions": "v", "parts": {"phases": {"rows": [9]},
+                                                        "memory": {"rows": [8]}}})
+    import json
+
+    data = json.loads(path.read_text())
+    assert data["device"] == "new"
+    assert data["parts"]["phases"]["rows"] == [9] and data["parts"]["memory"]["rows"] == [8]
+    assert data["parts"]["tiles"]["rows"] == [2] and data["parts"]["end_to_end"]["rows"] == [3]

@@ -10,9 +10,14 @@ converges to. After compaction the labels must equal scipy's exactly.
 Test images: random pixels at several densities (around the percolation
 thresholds, about 0.59 for 4- and 0.41 for 8-connectivity), spirals and mazes
 (long chains), combs (blobs that meet only at the far end), checkerboards
-(where 4 and 8 differ), frames touching every border, empty and full images,
-single rows and columns, odd sizes. Simulator sizes stay tiny because every CUDA
-thread is a Python thread there.
+(where 4 and 8 differ), staircases and diagonal lines (links between 2x2 blocks in
+every direction, across the corners of tiles), frames touching every border, empty
+and full images, a single pixel, single rows and columns, odd sizes and sizes one
+pixel around the edges of thread blocks and tiles. Simulator sizes stay tiny because
+every CUDA thread is a Python thread there.
+
+The block-based labelling (exercises 11 and 12) is checked against scipy and against
+the rules of ``workbook.ccl_blocks``, which the lesson states.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import numpy as np
 from grader import launch as L
 from grader.exercise import Case, Exercise, Mismatch, with_metric_rules
 from grader.metric_rules import MetricRule
+from workbook import ccl_blocks as cb
 
 LESSON = "05_ccl"
 BLOCK = {"sim": (8, 4), "gpu": (32, 8)}  # threads per block (x, y) unless the notebook says
@@ -115,6 +121,38 @@ def comb_image(shape) -> np.ndarray:
     return img
 
 
+def staircase_image(shape) -> np.ndarray:
+    """A one-pixel-wide 4-connected staircase from the bottom-left corner up and right,
+    again from the left border wherever it leaves the image: steps of one pixel right,
+    then one up. One blob per stair under both connectivities."""
+    h, w = shape
+    img = np.zeros((h, w), np.uint8)
+    for start in range(h - 1, -1, -max(2, min(h, w))):
+        y, x = start, 0
+        while y >= 0 and x < w:
+            img[y, x] = 1
+            if x + 1 < w:
+                img[y, x + 1] = 1
+            y, x = y - 1, x + 1
+    return img
+
+
+def diagonals_image(shape) -> np.ndarray:
+    """Diagonal lines in both directions, one pixel wide: blobs under 8-connectivity only
+    (under 4-connectivity every pixel off a crossing is alone)."""
+    h, w = shape
+    y, x = np.mgrid[0:h, 0:w]
+    return (((x + y) % 5 == 0) | ((x - y) % 7 == 0)).astype(np.uint8)
+
+
+def dot_image(shape) -> np.ndarray:
+    """A single foreground pixel, off the centre."""
+    h, w = shape
+    img = np.zeros((h, w), np.uint8)
+    img[(2 * h) // 3, w // 3] = 1
+    return img
+
+
 def frame_image(rng: np.random.Generator, shape) -> np.ndarray:
     """A one-pixel frame touching every border around random pixels (p = 0.45)."""
     img = random_image(rng, shape, 0.45)
@@ -137,6 +175,12 @@ def make_image(rng: np.random.Generator, kind: str, shape) -> np.ndarray:
         return comb_image(shape)
     if kind == "frame":
         return frame_image(rng, shape)
+    if kind == "staircase":
+        return staircase_image(shape)
+    if kind == "diagonals":
+        return diagonals_image(shape)
+    if kind == "dot":
+        return dot_image(shape)
     if kind == "empty":
         return np.zeros(shape, np.uint8)
     if kind == "full":
@@ -407,17 +451,18 @@ class _WatchedKernel:
 
 
 @contextlib.contextmanager
-def _watching(ns, kernel_name: str, mode: str):
-    """While the student's host code runs, launches of ``kernel_name`` are race-checked."""
-    if mode != "sim" or kernel_name not in ns:
-        yield
-        return
-    original = ns[kernel_name]
-    ns[kernel_name] = _WatchedKernel(original)
+def _watching(ns, kernel_names, mode: str):
+    """While the student's host code runs, launches of ``kernel_names`` (a name or several)
+    are race-checked."""
+    names = [kernel_names] if isinstance(kernel_names, str) else list(kernel_names)
+    names = [name for name in names if name in ns] if mode == "sim" else []
+    originals = {name: ns[name] for name in names}
+    for name, kernel in originals.items():
+        ns[name] = _WatchedKernel(kernel)
     try:
         yield
     finally:
-        ns[kernel_name] = original
+        ns.update(originals)
 
 
 @contextlib.contextmanager
@@ -508,6 +553,26 @@ GPU_PROPAGATION = [
 # under compute-sanitizer every sweep is slow: the small images, and long single rows/columns
 SANITIZER_PROPAGATION = [*SIM_PROPAGATION, ("random 0.6", (1, 10_000), 4),
                          ("random 0.6", (10_000, 1), 8)]
+# the block labelling: a thread per 2x2 block, tiles of BLOCK blocks (16 x 8 pixels in the
+# simulator, 64 x 16 on a GPU): images one pixel around a tile's edges, staircases and
+# diagonals across tile corners, every density, a single pixel
+TILE_PIXELS = {mode: (2 * bx, 2 * by) for mode, (bx, by) in BLOCK.items()}
+SIM_BLOCKS = [
+    ("random 0.1", (16, 16), 8), ("random 0.3", (17, 16), 4), ("random 0.41", (16, 17), 8),
+    ("random 0.5", (13, 11), 4), ("random 0.59", (16, 16), 4), ("random 0.59", (15, 13), 8),
+    ("random 0.9", (12, 17), 8), ("random 0.9", (11, 12), 4), *_both("staircase", (17, 33)),
+    *_both("diagonals", (13, 18)), ("spiral", (12, 12), 4), ("spiral", (13, 14), 8),
+    ("maze", (13, 13), 8), *_both("checker", (8, 9)), ("comb", (9, 10), 4),
+    ("frame", (12, 13), 8), ("empty", (5, 7), 4), ("full", (7, 9), 8), ("full", (9, 34), 4),
+    ("dot", (7, 7), 8), ("random 0.6", (1, 16), 4), ("random 0.6", (16, 1), 8),
+    ("full", (1, 1), 4), ("full", (1, 1), 8), ("random 0.7", (1, 33), 8),
+    ("random 0.7", (2, 3), 8), *edge_images(TILE_PIXELS["sim"]),
+]
+GPU_BLOCKS = [
+    *GPU_IMAGES, *_both("random 0.1", (1024, 1024)), *_both("random 0.9", (1023, 1025)),
+    *_both("staircase", (513, 1029)), *_both("diagonals", (700, 333)), ("dot", (99, 77), 8),
+    ("full", (2048, 2048), 4), ("full", (1, 1), 8), *edge_images(TILE_PIXELS["gpu"]),
+]
 # pure-Python exercises: the same moderate sizes in both modes
 CPU_IMAGES = [
     *_both("random 0.3", (24, 24)), ("random 0.41", (20, 21), 8), ("random 0.59", (32, 32), 4),
@@ -627,7 +692,72 @@ def _verify_propagation(got, expected, inputs, mode):
                        f"(at least 1), got {sweeps!r}")
 
 
-# --- exercise 5: union-find --------------------------------------------------------------------
+# --- exercise 5: union-find init and compress ---------------------------------------------------
+
+def _threads(ns, mode) -> int:
+    block = _block(ns, mode)
+    try:
+        return int(ns.get("THREADS", block[0] * block[1]))
+    except (TypeError, ValueError):
+        return block[0] * block[1]
+
+
+def _run_uf_init(ns, inputs, mode):
+    image = inputs["image"]
+    h, w = image.shape
+    n = h * w
+    block = _block(ns, mode)
+    parents = L.output(n, -7, np.int32, "parents")
+    roots = L.output(n, -7, np.int32, "roots")
+    L.launch(ns["uf_init_kernel"], (L.blocks_for(w, block[0]), L.blocks_for(h, block[1])),
+             block, _device_image(image), parents, h, w, inputs["connectivity"])
+    got_parents = parents.copy_to_host()
+    threads = _threads(ns, mode)
+    L.launch(ns["uf_compress_kernel"], L.blocks_for(n, threads), threads, parents, roots, n)
+    if not np.array_equal(parents.copy_to_host(), got_parents):
+        raise Mismatch("uf_compress_kernel changed parents: it reads parents and writes roots")
+    return got_parents, roots.copy_to_host()
+
+
+def _ref_uf_init(inputs):
+    parents = cb.pixel_parents(inputs["image"], inputs["connectivity"])
+    return parents, cb.walks(parents)[0]
+
+
+def _verify_uf_init(got, expected, inputs, mode):
+    (parents, roots), (want_parents, want_roots) = got, expected
+    w = inputs["image"].shape[1]
+    wrong = np.flatnonzero(parents != want_parents)
+    if wrong.size:
+        i = wrong[0]
+        got_i, want_i = int(parents[i]), int(want_parents[i])
+        if got_i == -7:
+            why = "it was never written (a bound too strict, or a thread that returns early?)"
+        elif want_i == -1:
+            why = "it is background: -1"
+        elif want_i == i:
+            why = "no back neighbour is connected: the pixel is its own root"
+        else:
+            why = (f"its connected back neighbour with the smallest index is {want_i} "
+                   f"{_pix(want_i, w)}")
+            if got_i >= 0 and got_i != i and got_i > want_i:
+                why += " (a larger one was chosen)"
+        raise Mismatch(f"uf_init_kernel: parents[{i}] (pixel {_pix(i, w)}) is {got_i}; {why} "
+                       f"({wrong.size} pixels wrong)")
+    wrong = np.flatnonzero(roots != want_roots)
+    if wrong.size:
+        i = wrong[0]
+        got_i, want_i = int(roots[i]), int(want_roots[i])
+        hint = ""
+        if got_i == int(parents[i]) and got_i != want_i:
+            hint = ": that is its parent; follow parents until parents[r] == r"
+        elif want_i == -1:
+            hint = ": background stays -1"
+        raise Mismatch(f"uf_compress_kernel: roots[{i}] (pixel {_pix(i, w)}) is {got_i}, but its "
+                       f"chain of parents ends at {want_i}{hint} ({wrong.size} pixels wrong)")
+
+
+# --- exercise 6: union-find merge --------------------------------------------------------------
 
 def _run_union_find(ns, inputs, mode):
     image = inputs["image"]
@@ -644,7 +774,7 @@ def _verify_union_find(got, expected, inputs, mode):
                   "a missing merge (or merged roots never resolved back into labels)")
 
 
-# --- exercise 6: exclusive scan ----------------------------------------------------------------
+# --- exercise 7: exclusive scan ----------------------------------------------------------------
 
 def _scan_cases(sizes):
     kinds = ("flags", "small integers")
@@ -703,7 +833,7 @@ def _verify_scan(got, expected, inputs, mode):
     raise Mismatch(msg)
 
 
-# --- exercise 7: compaction to 1..K ------------------------------------------------------------
+# --- exercise 8: compaction to 1..K ------------------------------------------------------------
 
 def _make_compaction(rng, case):
     inputs = make_image_inputs(rng, case)
@@ -721,16 +851,23 @@ def _run_compaction(ns, inputs, mode):
     return out.copy_to_host(), count
 
 
-def _verify_compaction(got, expected, inputs, mode):
-    labels, count = got
-    try:
-        count = int(count)
-    except (TypeError, ValueError):
-        raise Mismatch(f"compact_labels must return the number of blobs, got {count!r}") from None
-    explain_consecutive(labels, count, inputs["image"], inputs["connectivity"])
+def _verify_numbered(function: str):
+    def verify(got, expected, inputs, mode):
+        labels, count = got
+        try:
+            count = int(count)
+        except (TypeError, ValueError):
+            raise Mismatch(f"{function} must return the number of blobs, got {count!r}") \
+                from None
+        explain_consecutive(labels, count, inputs["image"], inputs["connectivity"])
+    return verify
 
 
-# --- exercises 8-9: blob statistics ------------------------------------------------------------
+_verify_compaction = _verify_numbered("compact_labels")
+_verify_block_label = _verify_numbered("block_label")
+
+
+# --- exercises 9-10: blob statistics -----------------------------------------------------------
 
 def _make_stats(rng, case):
     inputs = make_image_inputs(rng, case)
@@ -804,7 +941,293 @@ def _verify_stats_block(got, expected, inputs, mode):
             "shared table first, then flush each slot once")
 
 
-# --- exercise 10 (stretch): run extraction on the GPU ------------------------------------------
+# --- exercises 11-12: block-based labelling ----------------------------------------------------
+
+DIRECTIONS = {8: tuple(cb.NEIGHBOURS), 4: ("UP", "LEFT")}
+GONE = -7  # what the outputs hold before the kernel writes them
+
+
+def _block_pixel_pairs(name: str):
+    """(X pixel, neighbour pixel) offsets, each (dy, dx) from X's top-left pixel, of the
+    pixel pairs that can touch between block X and its neighbour ``name`` (8-connectivity)."""
+    dby, dbx = cb.NEIGHBOURS[name]
+    pairs = []
+    for i in range(2):
+        for j in range(2):
+            for k in range(2):
+                for m in range(2):
+                    y, x = 2 * dby + k, 2 * dbx + m
+                    if max(abs(y - i), abs(x - j)) == 1:
+                        pairs.append(((i, j), (y, x)))
+    return pairs
+
+
+def touching(px: cb.Pixels, connectivity: int) -> dict:
+    """Per direction, whether each block (8-connectivity) or each cell (4: a (rows, 2, cols)
+    array, top and bottom cells) touches its neighbour there."""
+    if connectivity == 8:
+        out = {}
+        for name in cb.NEIGHBOURS:
+            hit = np.zeros((px.rows, px.cols), bool)
+            for (i, j), (y, x) in _block_pixel_pairs(name):
+                hit |= px.at(i, j) & px.at(y, x)
+            out[name] = hit
+        return out
+    up = np.stack([(px.at(r, 0) & px.at(r - 1, 0)) | (px.at(r, 1) & px.at(r - 1, 1))
+                   for r in range(2)], axis=1)
+    left = np.stack([px.at(r, 0) & px.at(r, -1) for r in range(2)], axis=1)
+    return {"UP": up, "LEFT": left}
+
+
+def _cells_of(shape, rows_cells):
+    """A (rows, 2, cols) array over the blocks' cells, flattened to one entry per cell."""
+    h = shape[0]
+    return np.asarray(rows_cells).reshape(-1)[:h * ((shape[1] + 1) // 2)]
+
+
+def _cell_text(key: int, cols: int, width: int) -> str:
+    y, bx = divmod(int(key), cols)
+    right = f" and ({y},{2 * bx + 1})" if 2 * bx + 1 < width else ""
+    return f"cell {int(key)} (pixels ({y},{2 * bx}){right})"
+
+
+def _block_text(block: int, cols: int) -> str:
+    by, bx = divmod(int(block), cols)
+    return f"block ({by},{bx}) (rows {2 * by}-{2 * by + 1}, columns {2 * bx}-{2 * bx + 1})"
+
+
+def explain_block_links(forest, links, image, connectivity: int, tile=None) -> None:
+    """Raise Mismatch unless ``forest`` and ``links`` (the block init's outputs) follow the
+    lesson's rules: pixel bits, links to smaller keys of the same blob, unions with touching
+    neighbours, and, once the links and unions are made, exactly scipy's blobs. With
+    ``tile`` (the simulator) also: links stay inside the tile, and no union is flagged that
+    the lesson's rule skips (one for a neighbour that touches the block's parent, or one
+    inside the tile where the block made no link)."""
+    forest = np.asarray(forest).reshape(-1).astype(np.int64)
+    links = np.asarray(links).reshape(-1).astype(np.int64)
+    h, w = image.shape
+    px = cb.Pixels(image)
+    cols, cells = px.cols, px.cells
+    keys = np.arange(cells)
+    a, b, c, d = px.at(0, 0), px.at(0, 1), px.at(1, 0), px.at(1, 1)
+    want_bits = (a * cb.PIXEL_A | b * cb.PIXEL_B | c * cb.PIXEL_C | d * cb.PIXEL_D).reshape(-1)
+    wrong = np.flatnonzero((links & cb.PIXELS) != want_bits)
+    if wrong.size:
+        k = wrong[0]
+        never = " (never written?)" if links[k] == int(L.poison_value(np.uint8)) else ""
+        raise Mismatch(f"links of {_block_text(k, cols)}: pixel bits {int(links[k]) & 15:04b}, "
+                       f"but the image has {int(want_bits[k]):04b}{never} (bits d c b a: "
+                       f"PIXEL_A = 1 is the top-left pixel){' ...' if wrong.size > 1 else ''}")
+    nonempty = _cells_of(image.shape, np.stack([a | b, c | d], axis=1))
+    for bad, why in ((forest == GONE, "was never written: each block writes both of its cells "
+                                      "(-1 for an empty one)"),
+                     (~nonempty & (forest != -1), "has no foreground pixel but holds {v}: an "
+                                                  "empty cell holds -1"),
+                     (nonempty & (forest < 0), "has a foreground pixel but holds {v}: it must "
+                                               "link to a parent or to itself")):
+        where = np.flatnonzero(bad)
+        if where.size:
+            k = where[0]
+            raise Mismatch(f"forest: {_cell_text(k, cols, w)} {why.format(v=forest[k])} "
+                           f"({where.size} cells)")
+    larger = np.flatnonzero(nonempty & (forest > keys))
+    if larger.size:
+        k = larger[0]
+        raise Mismatch(
+            f"forest: {_cell_text(k, cols, w)} links to {_cell_text(forest[k], cols, w)}, a "
+            "larger key: links go to smaller keys, so that every root is its blob's first cell "
+            "(and no two cells can link to each other in a loop)")
+    labels, _ = scipy_labels(image, connectivity)
+    padded = np.zeros((h, 2 * cols), np.int64)
+    padded[:, :w] = labels
+    cell_blob = padded.reshape(h, cols, 2).max(axis=2).reshape(-1)
+    linked = nonempty & (forest != keys)
+    other = np.flatnonzero(linked & (cell_blob[np.maximum(forest, 0)] != cell_blob))
+    if other.size:
+        k = other[0]
+        raise Mismatch(f"forest: {_cell_text(k, cols, w)} links to "
+                       f"{_cell_text(forest[k], cols, w)}, which is in another blob (or empty): "
+                       "link only to a neighbour that touches")
+    touch = touching(px, connectivity)
+    pairs = cb.union_pairs(forest, links, image.shape, connectivity)
+    for name, (blocks, _, theirs) in pairs.items():
+        outside = theirs < 0
+        if outside.any():
+            k = blocks[outside][0]
+            raise Mismatch(f"links of {_block_text(k, cols)} ask for a union {name} with a "
+                           "neighbour outside the image")
+        if connectivity == 8:
+            ok = touch[name].reshape(-1)[blocks]
+        else:
+            direction = "UP" if name == "UP" else "LEFT"
+            ok = touch[direction].reshape(-1, 2, cols)[:, 0 if name != "LEFT_BOTTOM" else 1]
+            ok = ok.reshape(-1)[blocks]
+        if not ok.all():
+            k = blocks[~ok][0]
+            raise Mismatch(f"links of {_block_text(k, cols)} ask for a union {name} "
+                           f"({cb.NEIGHBOUR_NAMES.get(name, name.lower().replace('_', ' '))}), "
+                           "but that neighbour does not touch it")
+    comp = cb.components(forest, links, image.shape, connectivity)
+    _explain_split(comp, px, touch, connectivity, w)
+    blobs_per_comp = {}
+    for k in np.flatnonzero(nonempty):
+        blobs_per_comp.setdefault(comp[k], set()).add(cell_blob[k])
+    for comp_id, blobs in blobs_per_comp.items():
+        if len(blobs) > 1:
+            k = np.flatnonzero(comp == comp_id)[0]
+            raise Mismatch(f"{_cell_text(k, cols, w)} ends up joined with a cell of another blob")
+    if tile is not None:
+        _explain_block_efficiency(forest, links, px, connectivity, tile, w)
+
+
+def _explain_split(comp, px, touch, connectivity, width) -> None:
+    """Name a touching pair of blocks (or cells) that the links and unions leave apart."""
+    rows, cols = px.rows, px.cols
+    comp3 = np.full((rows, 2, cols), -1, np.int64)
+    comp3.reshape(-1)[:comp.size] = comp
+    if connectivity == 8:
+        top, bottom = comp3[:, 0], comp3[:, 1]
+        node = np.where(top >= 0, top, bottom)
+        split = (top >= 0) & (bottom >= 0) & (top != bottom)
+        if split.any():
+            by, bx = np.argwhere(split)[0]
+            raise Mismatch(f"{_block_text(by * cols + bx, cols)}: its bottom cell is not joined "
+                           "to its top cell (under 8-connectivity a block is one node: link the "
+                           "bottom cell to the top one when both have foreground)")
+        padded = np.full((rows + 2, cols + 2), -1, np.int64)
+        padded[1:-1, 1:-1] = node
+        for name, (dby, dbx) in cb.NEIGHBOURS.items():
+            there = padded[1 + dby:1 + dby + rows, 1 + dbx:1 + dbx + cols]
+            apart = touch[name] & (there != node)
+            if apart.any():
+                by, bx = np.argwhere(apart)[0]
+                (i, j), (y, x) = next(
+                    ((p, q) for p, q in _block_pixel_pairs(name)
+                     if px.at(*p)[by, bx] and px.at(*q)[by, bx]))
+                flag = {"P": "UNION_P", "Q": "UNION_Q", "R": "UNION_R", "S": "UNION_S"}[name]
+                raise Mismatch(
+                    f"{_block_text(by * cols + bx, cols)} touches its neighbour {name} "
+                    f"({cb.NEIGHBOUR_NAMES[name]}) at pixels ({2 * by + i},{2 * bx + j}) and "
+                    f"({2 * by + y},{2 * bx + x}), but they end up apart: neither a link to {name} "
+                    f"nor {flag}, and nothing else joins them (is direction {name} missing, or "
+                    f"a union skipped although the neighbour it touches was not joined?)")
+        return
+    flat = comp3.reshape(2 * rows, cols)  # one row of cells per pixel row
+    for name in ("UP", "LEFT"):
+        there = np.full_like(flat, -1)
+        if name == "UP":
+            there[1:] = flat[:-1]
+        else:
+            there[:, 1:] = flat[:, :-1]
+        apart = touch[name].reshape(2 * rows, cols) & (there != flat)
+        if apart.any():
+            y, bx = np.argwhere(apart)[0]
+            k = y * cols + bx
+            neighbour = k - cols if name == "UP" else k - 1
+            raise Mismatch(
+                f"{_cell_text(k, cols, width)} touches {_cell_text(neighbour, cols, width)} "
+                f"({'above' if name == 'UP' else 'on its left'}), but they end up apart: "
+                "neither linked nor joined by a union")
+
+
+def _explain_block_efficiency(forest, links, px, connectivity, tile, width) -> None:
+    """The simulator's checks of what the init costs later (on a GPU: the metric rule)."""
+    rows, cols, cells = px.rows, px.cols, px.cells
+    keys = np.arange(cells)
+    nonempty = forest >= 0
+    linked = np.flatnonzero(nonempty & (forest != keys))
+    by = (keys // cols) // 2
+    bx = keys % cols
+    away = linked[((bx[linked] // tile[0]) != (bx[forest[linked]] // tile[0]))
+                  | ((by[linked] // tile[1]) != (by[forest[linked]] // tile[1]))]
+    if away.size:
+        k = away[0]
+        raise Mismatch(
+            f"the results are right, but {_cell_text(k, cols, width)} links to "
+            f"{_cell_text(forest[k], cols, width)} in another tile (a thread block covers "
+            f"{tile[0]} x {tile[1]} blocks): chains that leave the tile make compress walk "
+            f"across the image. Link inside the tile only (first_row, first_col, last_col), "
+            f"and flag a union for a touching neighbour outside it ({away.size} such links)")
+    if connectivity != 8:
+        return
+    top = 2 * (np.arange(rows * cols) // cols) * cols + np.arange(rows * cols) % cols
+    node = np.where(links & (cb.PIXEL_A | cb.PIXEL_B), top, top + cols)
+    node = np.minimum(node, cells - 1)
+    parent = forest[node]
+    # the direction of each block's parent: its block relative to the node's block
+    pby, pbx = (np.maximum(parent, 0) // cols) // 2, np.maximum(parent, 0) % cols
+    nby, nbx = (top // cols) // 2, top % cols
+    direction = np.full(node.shape, "", object)
+    for name, (dby, dbx) in cb.NEIGHBOURS.items():
+        direction[(parent >= 0) & (parent != node) & (pby - nby == dby) & (pbx - nbx == dbx)] = name
+    pd, qc, qd, rc, sb = (px.at(-1, -1), px.at(-1, 0), px.at(-1, 1), px.at(-1, 2), px.at(0, -1))
+    seen = {("P", "Q"): pd & qc, ("Q", "R"): qd & rc, ("P", "S"): pd & sb, ("Q", "S"): qc & sb}
+    through = {"P": "pd", "Q": "qc", "R": "rc", "S": "sb"}
+    inside = {"P": (nbx % tile[0] > 0) & (nby % tile[1] > 0), "Q": nby % tile[1] > 0,
+              "R": (nby % tile[1] > 0) & (nbx % tile[0] < tile[0] - 1),
+              "S": (nbx % tile[0] > 0) & (sb.reshape(-1) | (node != top))}
+    for name, bit in cb.UNIONS[8].items():
+        flagged = (links & bit) != 0
+        for pair, adjacent in seen.items():
+            if name not in pair:
+                continue
+            parent_dir = pair[0] if pair[1] == name else pair[1]
+            hit = flagged & (direction == parent_dir) & adjacent.reshape(-1)
+            if hit.any():
+                k = np.flatnonzero(hit)[0]
+                raise Mismatch(
+                    f"the results are right, but {_block_text(k, cols)} flags a union with "
+                    f"{name} although {name} touches {parent_dir}, the block it links to "
+                    f"(through pixels {through[pair[0]]} and {through[pair[1]]} in "
+                    f"{'-'.join(pair)}): the forest joins them anyway; skip that union")
+        hit = flagged & (direction == name)
+        if hit.any():
+            k = np.flatnonzero(hit)[0]
+            raise Mismatch(f"the results are right, but {_block_text(k, cols)} flags a union "
+                           f"with {name}, the block it already links to")
+        hit = flagged & (direction == "") & inside[name]
+        if hit.any():
+            k = np.flatnonzero(hit)[0]
+            raise Mismatch(
+                f"the results are right, but {_block_text(k, cols)} flags a union with {name} "
+                f"although {name} lies inside its tile and the block links to nothing: link "
+                "to the first touching neighbour inside the tile (a plain store) instead of "
+                "leaving it to an atomic union")
+
+
+def _run_block_init(ns, inputs, mode):
+    image = inputs["image"]
+    h, w = image.shape
+    rows, cols, cells = cb.sizes(image.shape)
+    block = _block(ns, mode)
+    forest = L.output(cells, GONE, np.int32, "forest")
+    links = L.output(rows * cols, L.poison_value(np.uint8), np.uint8, "links")
+    L.launch(ns["block_init_kernel"], (L.blocks_for(cols, block[0]), L.blocks_for(rows, block[1])),
+             block, _device_image(image), forest, links, h, w, inputs["connectivity"])
+    inputs["tile"] = block
+    return forest.copy_to_host(), links.copy_to_host()
+
+
+def _verify_block_init(got, expected, inputs, mode):
+    forest, links = got
+    explain_block_links(forest, links, inputs["image"], inputs["connectivity"],
+                        inputs["tile"] if mode == "sim" else None)
+
+
+BLOCK_LABEL_KERNELS = ("block_init_kernel", "block_merge_kernel", "resolve_roots_kernel",
+                       "resolve_cells_kernel", "block_final_kernel")
+
+
+def _run_block_label(ns, inputs, mode):
+    image = inputs["image"]
+    h, w = image.shape
+    d_labels = L.cuda().to_device(np.full(h * w, GONE, np.int32))
+    with _watching(ns, BLOCK_LABEL_KERNELS, mode):
+        count = ns["block_label"](_device_image(image), d_labels, h, w, inputs["connectivity"])
+    return d_labels.copy_to_host(), count
+
+
+# --- exercise 13 (stretch): run extraction on the GPU ------------------------------------------
 
 def _run_gpu_runs(ns, inputs, mode):
     image = inputs["image"]
@@ -843,11 +1266,15 @@ EXERCISES = (
               _cases(SIM_PROPAGATION, GPU_PROPAGATION),
               needs=("init_labels_kernel", "propagate_kernel"),
               sanitizer_cases=_image_cases(SANITIZER_PROPAGATION), points=2),
-    _exercise("union_find", "GPU union-find: init, compress, atomic merge, resolve",
+    _exercise("uf_init", "GPU union-find, first launches: init links and compress",
+              "uf_init_kernel", _run_uf_init, _verify_uf_init, _cases(SIM_IMAGES, GPU_IMAGES),
+              reference=_ref_uf_init, needs=("find_root", "uf_compress_kernel"), points=2),
+    _exercise("union_find", "GPU union-find: atomic merge and resolve",
               "union_find_label", _run_union_find, _verify_union_find,
               _cases(SIM_IMAGES, GPU_IMAGES),
-              needs=("find_root", "uf_init_kernel", "uf_compress_kernel", "uf_merge_kernel"),
-              points=3),
+              needs=("find_root", "uf_init_kernel", "uf_compress_kernel", "find_root_atomic",
+                     "union", "uf_merge_kernel"),
+              points=2),
     _exercise("scan", "exclusive prefix scan: block scan + scanned block sums",
               "exclusive_scan", _run_scan, _verify_scan, SCAN_CASES, make=_make_scan,
               reference=_ref_scan, needs=("block_scan_kernel", "add_offsets_kernel"), points=2),
@@ -862,6 +1289,16 @@ EXERCISES = (
               "blob_stats_block_kernel", _run_stats_block, _verify_stats_block,
               _cases(SIM_FEW, GPU_IMAGES), make=_make_stats, reference=_ref_stats,
               needs=("TILE", "STATS_THREADS"), points=3),
+    _exercise("block_init", "block labelling, init: a node per 2x2 block, links inside the "
+              "tile, unions only where missing", "init_block_8", _run_block_init,
+              _verify_block_init, _cases(SIM_BLOCKS, GPU_BLOCKS),
+              needs=("block_init_kernel", "pixel"), points=3),
+    _exercise("block_label", "block labelling: merge, resolve, number and write the labels",
+              "block_label", _run_block_label, _verify_block_label,
+              _cases(SIM_BLOCKS, GPU_BLOCKS),
+              needs=("join", "block_merge_kernel", "resolve_roots_kernel", "resolve_cells_kernel",
+                     "block_final_kernel", "block_init_kernel", "init_block_8", "union",
+                     "uf_compress_kernel", "exclusive_scan"), points=3),
     _exercise("gpu_runs", "stretch: run extraction on the GPU (count, scan, write)",
               "gpu_extract_runs", _run_gpu_runs, _verify_runs, _cases(SIM_FEW, GPU_IMAGES),
               reference=_ref_runs, needs=("count_runs_kernel", "write_runs_kernel"), points=2),
@@ -897,7 +1334,39 @@ def _rule(metric, label, why, **bound):
     return MetricRule(metric=metric, label=label, why=why, tuned_on=TUNED_ON, **bound)
 
 
+# The block init, graded by what its links cost the compress that follows it: every step of a
+# walk is a global load, and links that leave the tile let walks cross the image.
+BLOCK_PROFILE = ((2048, 2048), 0.75, 8)
+GLOBAL_LOADS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+BLOCK_INIT_BASIS = ("not yet measured on a GPU: bound from the compress's load requests "
+                    "counted per warp with workbook.ccl_blocks on the profile image, 2026-11-25 "
+                    "(links to S first 1.54x the reference, links leaving the tile 12.9x)")
+
+
+def _profile_block_init(ns):
+    shape, p, connectivity = BLOCK_PROFILE
+    image = random_image(np.random.default_rng(0), shape, p)
+    block, threads = _block(ns, "gpu"), _threads(ns, "gpu")
+    for h, w in ((8, 8), shape):  # the first launches compile: the second compress is profiled
+        rows, cols, cells = cb.sizes((h, w))
+        forest, roots = (L.cuda().device_array(cells, np.int32) for _ in range(2))
+        links = L.cuda().device_array(rows * cols, np.uint8)
+        L.launch(ns["block_init_kernel"], (L.blocks_for(cols, block[0]),
+                                           L.blocks_for(rows, block[1])), block,
+                 _device_image(np.ascontiguousarray(image[:h, :w])), forest, links, h, w,
+                 connectivity)
+        L.launch(ns["uf_compress_kernel"], L.blocks_for(cells, threads), threads, forest, roots,
+                 cells)
+
+
 METRICS = {
+    "block_init": dict(
+        rules=(MetricRule(GLOBAL_LOADS, "global load requests of the compress after your init",
+                          "compress walks each cell's chain of links to its root, a load per "
+                          "step: links inside the tile keep every walk within a few dozen "
+                          "steps, links that leave it let walks cross the image",
+                          tuned_on=BLOCK_INIT_BASIS, max_ratio=3.0),),
+        profile=_profile_block_init, kernels=("uf_compress_kernel",)),
     "stats_block": dict(
         rules=(_rule(DURATION, "duration", "atomics on one address serialise: one global "
                      "atomic per field for each blob of a tile, not one per pixel, lets the "
@@ -938,6 +1407,23 @@ def blob_stats_block_kernel(labels, height, width, area, xmin, xmax, ymin, ymax,
         cuda.atomic.add(xsum, k, x)
         cuda.atomic.add(ysum, k, y)
 '''),
+    "ccl.block_init": (
+        "links that leave the tile: the parent is the first touching neighbour, wherever it "
+        "lies (right partition; in the simulator the tile check rejects it)",
+        """    if to_p and not first_row and not first_col:
+        parent, done_p = top - cols - 1, True
+    elif to_q and not first_row:
+        parent, done_q = top - cols, True
+    elif to_r and not first_row and not last_col:
+        parent, done_r = top - cols + 1, True
+    elif to_s and not first_col and (sb or node == bottom):""",
+        """    if to_p:
+        parent, done_p = top - cols - 1, True
+    elif to_q:
+        parent, done_q = top - cols, True
+    elif to_r:
+        parent, done_r = top - cols + 1, True
+    elif to_s and (sb or node == bottom):"""),
 }
 
 # Correct submissions written differently from the reference, each (description, text in
@@ -1194,3 +1680,90 @@ def blob_stats_block_kernel(labels, height, width, area, xmin, xmax, ymin, ymax,
          "other pixel starts one"),
     ),
 }
+
+
+# The block init written two other ways: the parent chosen in another order, and the block's
+# 3 x 4 window of pixels read into one bit mask first (as BKE does). Both keep their links
+# inside the tile and flag the same kind of unions.
+_LINK_P_FIRST = """    if to_p and not first_row and not first_col:
+        parent, done_p = top - cols - 1, True
+    elif to_q and not first_row:
+        parent, done_q = top - cols, True
+    elif to_r and not first_row and not last_col:
+        parent, done_r = top - cols + 1, True
+    elif to_s and not first_col and (sb or node == bottom):
+        parent, done_s = (top - 1 if sb else bottom - 1), True
+"""
+CORRECT_VARIANTS["ccl.block_init"] = (
+    ("links to S first (along the row), then P, Q, R", _LINK_P_FIRST,
+     """    if to_s and not first_col and (sb or node == bottom):
+        parent, done_s = (top - 1 if sb else bottom - 1), True
+    elif to_p and not first_row and not first_col:
+        parent, done_p = top - cols - 1, True
+    elif to_q and not first_row:
+        parent, done_q = top - cols, True
+    elif to_r and not first_row and not last_col:
+        parent, done_r = top - cols + 1, True
+"""),
+    # the new function goes first; the reference's stays below it under another name, unused
+    ("the 3 x 4 window read into one bit mask, bits tested against masks",
+     "@cuda.jit(device=True)\ndef init_block_8(", """@cuda.jit(device=True)
+def init_block_8(image, forest, height, width, by, bx, first_col, first_row, last_col):
+    cols = (width + 1) // 2
+    y, x = 2 * by, 2 * bx
+    top = y * cols + bx
+    bottom = top + cols
+    window = 0  # bit 4 * row + column: rows y - 1 .. y + 1, columns x - 1 .. x + 2
+    for r in range(3):
+        for q in range(4):
+            window |= pixel(image, y - 1 + r, x - 1 + q, height, width) << (4 * r + q)
+    if window & 0x660 == 0:  # a b (bits 5, 6), c d (bits 9, 10)
+        forest[top] = -1
+        if y + 1 < height:
+            forest[bottom] = -1
+        return 0
+    node = top if window & 0x060 else bottom
+    touches_p = window & 0x020 != 0 and window & 0x001 != 0
+    touches_q = window & 0x060 != 0 and window & 0x006 != 0
+    touches_r = window & 0x040 != 0 and window & 0x008 != 0
+    touches_s = window & 0x220 != 0 and window & 0x110 != 0
+    s_top = window & 0x010 != 0  # sb
+    qc, qd = window & 0x002 != 0, window & 0x004 != 0
+    joined = 0  # UNION_* bits of the neighbours already joined to this block
+    parent = node
+    if touches_p and not (first_row or first_col):
+        parent, joined = top - cols - 1, UNION_P
+    elif touches_q and not first_row:
+        parent, joined = top - cols, UNION_Q
+    elif touches_r and not (first_row or last_col):
+        parent, joined = top - cols + 1, UNION_R
+    elif touches_s and not first_col and (s_top or node == bottom):
+        parent, joined = (top - 1 if s_top else bottom - 1), UNION_S
+    unions = 0
+    if touches_p and joined & UNION_P == 0:
+        if not ((joined & UNION_Q != 0 and qc) or (joined & UNION_S != 0 and s_top)):
+            unions |= UNION_P
+        joined |= UNION_P
+    if touches_q and joined & UNION_Q == 0:
+        if not ((joined & UNION_P != 0 and qc) or (joined & UNION_R != 0 and qd)
+                or (joined & UNION_S != 0 and qc and s_top)):
+            unions |= UNION_Q
+        joined |= UNION_Q
+    if touches_r and joined & UNION_R == 0:
+        if not (joined & UNION_Q != 0 and qd):
+            unions |= UNION_R
+    if touches_s and joined & UNION_S == 0:
+        if not (s_top and (joined & UNION_P != 0 or (joined & UNION_Q != 0 and qc))):
+            unions |= UNION_S
+    forest[node] = parent
+    if node == top:
+        if y + 1 < height:
+            forest[bottom] = top if window & 0x600 else -1
+    else:
+        forest[top] = -1
+    return ((window >> 5) & 3) | ((window >> 7) & 12) | unions  # a b, c d, unions
+
+
+@cuda.jit(device=True)
+def reference_init_block_8("""),
+)
