@@ -111,11 +111,7 @@ class Worker:
         from grader.exercises import get
 
         exercise = get(job["exercise"])
-        for name, value in job.get("environ", {}).items():  # the notebook's settings now
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        follow_the_notebook(job)
         try:
             _, store = self.objects(job["objects"])
         except Exception as exc:  # noqa: BLE001  (the student's objects may fail to rebuild)
@@ -142,6 +138,19 @@ class Worker:
             return False, None
         objects, _ = loads(answer["objects"])
         return True, objects[name]
+
+
+def follow_the_notebook(job: dict) -> None:
+    """The notebook's settings, folder and import path as they are now (they may have
+    changed since this process started): relative paths and imports resolve as there."""
+    for name, value in job.get("environ", {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if os.path.isdir(job.get("cwd") or ""):
+        os.chdir(job["cwd"])
+    sys.path.extend(p for p in job.get("path", ()) if p not in sys.path)
 
 
 def exit_with_parent(parent: int) -> None:

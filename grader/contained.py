@@ -241,7 +241,8 @@ def check_in_child(exercise: Exercise, namespace: Mapping, mode: str, seed: int 
         job = {"job": next(_jobs), "exercise": exercise.id, "seed": seed, "objects": data,
                "absent": [n for n in names if n not in namespace],
                "environ": {name: os.environ.get(name) for name in FOLLOWED
-                           if name not in worker.env}}
+                           if name not in worker.env},
+               "cwd": os.getcwd(), "path": [p for p in sys.path if p]}
         forward = Forwarder(worker)
         try:
             worker.send(job)

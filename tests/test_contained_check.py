@@ -303,6 +303,26 @@ def test_what_the_students_code_prints_reaches_the_cell(capfd):
     assert out.count("map ready") == len(result.cases) and "a warning" in err
 
 
+def test_imports_and_relative_paths_resolve_as_in_the_notebook_now(tmp_path, monkeypatch):
+    """The notebook added a folder to its import path and changed its working folder after
+    the child started: the student's function, which imports a module from that folder and
+    reads a file by a relative path, works in the child as it does in the notebook."""
+    import numpy as np
+
+    contained.wait_ready(contained.worker_for(MODE))
+    solution = namespace_with("01_ldmatrix", "ldmatrix.predict")["x1_fragment_map"]
+    np.save(tmp_path / "fragments.npy", solution())
+    (tmp_path / "fragment_files.py").write_text(
+        "import numpy\n\ndef load():\n    return numpy.load('fragments.npy')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__main__"}
+    exec("import fragment_files\n\ndef x1_fragment_map():\n    return fragment_files.load()\n",
+         namespace)
+    result = contained.check_in_child(get("ldmatrix.predict"), namespace, MODE)
+    assert result.status == PASSED, result.summary()
+
+
 def test_objects_that_cannot_travel_are_checked_in_the_notebooks_process(monkeypatch, capsys):
     import grader
 
