@@ -118,7 +118,7 @@ def check(
         resolved = resolve(mode.value)
         notebooks = [nbmod.load(p) for p in nbmod.find_notebooks(paths)]
         plan = [(nb, exercises_in(nb, only)) for nb in notebooks]
-        foreign_exercises(notebooks, only)
+        reject_foreign_exercises(notebooks, only)
         plan = [(nb, ids) for nb, ids in plan if ids is not None]
         selected_tools()
     except (ModeError, nbmod.NotebookError, ValueError) as exc:
@@ -162,7 +162,7 @@ def grade_all(plan, mode: str, timeout, seed: int, metrics: bool, sanitizers: bo
     return reports
 
 
-def foreign_exercises(notebooks, only: list[str]) -> None:
+def reject_foreign_exercises(notebooks, only: list[str]) -> None:
     """Raise NotebookError for an id of ``only`` that none of the notebooks' lessons has,
     naming the exercises they have."""
     from grader.exercises import LESSONS
@@ -213,9 +213,9 @@ def _progress(result) -> None:
 
 @app.command(name="list")
 def list_exercises(
-    lesson: Annotated[str | None, typer.Argument(
-        help="A lesson: 02_reduction, reduction, or its folder or notebook; all by default.",
-        show_default=False)] = None,
+    lessons: Annotated[list[str] | None, typer.Argument(
+        help="Lessons: 02_reduction, reduction, or a lesson's folder or notebook; all by "
+        "default.", show_default=False)] = None,
 ) -> None:
     """List the exercises: id, points, title and the metric rules applied in gpu mode.
 
@@ -224,9 +224,11 @@ def list_exercises(
     from grader.exercises import LESSONS
     from grader.report import exercise_table
 
-    chosen = sorted(LESSONS) if lesson is None else [find_lesson(lesson, LESSONS)]
-    if chosen == [None]:
-        error(f"no lesson {lesson!r}; the lessons are {', '.join(sorted(LESSONS))}")
+    chosen = [find_lesson(name, LESSONS) for name in lessons] if lessons else sorted(LESSONS)
+    unknown = [name for name, lesson in zip(lessons or (), chosen) if lesson is None]
+    if unknown:
+        error(f"no lesson {', '.join(map(repr, unknown))}; the lessons are "
+              f"{', '.join(sorted(LESSONS))}")
         raise typer.Exit(EXIT_USAGE)
     for name in chosen:
         console.print(exercise_table(name, LESSONS[name]))

@@ -248,6 +248,9 @@ def _progress_events(phase: str, progress: PhaseCallback):
     def on_event(event: dict) -> None:
         if "start" in event:
             progress(phase, event["start"])
+        elif "case" in event:  # the status line follows the test cases: [id, k, n]
+            exercise_id, k, n = event["case"]
+            progress(phase, f"{exercise_id} (test case {k} of {n})")
 
     return on_event
 

@@ -41,23 +41,24 @@ def render_table(reports: list[NotebookReport], console: Console) -> None:
         console.print(table)
         for warning in report.warnings:
             console.print(Text.assemble(("warning:", "yellow"), " ", warning))
-        note = metrics_note(report)
-        if note:
-            console.print(Text.assemble(("note:", "cyan"), " ", note))
+    note = metrics_note(reports)
+    if note:
+        console.print(Text.assemble(("note:", "cyan"), " ", note))
     if len(reports) > 1:
         console.print(Text(grand_total(reports), style="bold"))
 
 
-def metrics_note(report: NotebookReport) -> str | None:
-    """The metric rules the simulator cannot assess, said once for the notebook."""
-    exercises = [ex for ex in report.exercises
+def metrics_note(reports: list[NotebookReport]) -> str | None:
+    """The metric rules the simulator cannot assess, said once for the run."""
+    exercises = [ex for report in reports for ex in report.exercises
                  if any(rule.get("reason") == SIM_METRICS
                         for rule in ex.metrics.get("rules", ()))]
     if not exercises:
         return None
     rules = sum(len(ex.metrics["rules"]) for ex in exercises)
+    lessons = " ".join(sorted({report.lesson for report in reports}))
     return (f"{plural(rules, 'metric rule')} of {plural(len(exercises), 'exercise')} not "
-            f"assessed: {SIM_METRICS} (grader list {report.lesson} shows the rules; "
+            f"assessed: {SIM_METRICS} (grader list {lessons} shows the rules; "
             f"grader check --mode gpu applies them)")
 
 

@@ -293,7 +293,20 @@ def test_sim_mode_says_once_that_the_metric_rules_are_not_assessed():
         assert {r["status"] for r in passed.metrics["rules"]} == {"not assessed"}
         results.append(passed)
     rules = sum(len(get(i).metric_rules) for i in ("reduction.convergent", "reduction.shared"))
-    text = " ".join(rendered([NotebookReport("a.ipynb", LESSON, "sim", results)]).split())
-    assert text.count("not assessed") == 1, text
-    assert (f"{rules} metric rules of 2 exercises not assessed: simulator mode has no "
-            f"hardware counters") in text
+    reports = [NotebookReport(name, LESSON, "sim", results) for name in ("a.ipynb", "b.ipynb")]
+    text = " ".join(rendered(reports).split())
+    assert text.count("not assessed") == 1, text  # once for the run, not per rule or notebook
+    assert (f"{2 * rules} metric rules of 4 exercises not assessed: simulator mode has no "
+            f"hardware counters (grader list {LESSON} shows the rules") in text
+
+
+def test_the_status_line_follows_the_test_cases():
+    from grader.grade import _progress_events
+
+    shown = []
+    on_event = _progress_events("check", lambda phase, what: shown.append((phase, what)))
+    for event in ({"start": "reduction.simple"}, {"case": ["reduction.simple", 2, 6]},
+                  {"result": {}}):
+        on_event(event)
+    assert shown == [("check", "reduction.simple"),
+                     ("check", "reduction.simple (test case 2 of 6)")]
