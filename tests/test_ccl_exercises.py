@@ -738,3 +738,19 @@ def test_benchmark_record_keeps_the_parts_of_other_runs(tmp_path):
     assert data["device"] == "new"
     assert data["parts"]["phases"]["rows"] == [9] and data["parts"]["memory"]["rows"] == [8]
     assert data["parts"]["tiles"]["rows"] == [2] and data["parts"]["end_to_end"]["rows"] == [3]
+
+
+@pytest.mark.slow
+def test_block_init_rule_separates_the_counted_variants():
+    """The lesson's numbers for the metric rule of exercise 11, counted on its profile image
+    with workbook.ccl_blocks: links that leave the tile make compress issue about 13 x the
+    load requests, links to S first about 1.5 x; the rule's bound lies between."""
+    (shape, p, connectivity) = ccl.BLOCK_PROFILE
+    image = ccl.random_image(np.random.default_rng(0), shape, p)
+    tile = ccl.BLOCK["gpu"]
+    reference = cb.warp_loads(cb.init(image, connectivity, tile)[0])
+    away = cb.warp_loads(cb.init(image, connectivity, (1 << 30, 1 << 30))[0]) / reference
+    s_first = cb.warp_loads(cb.init_8(image, tile, order="SPQR")[0]) / reference
+    (rule,) = get_exercise("ccl.block_init").metric_rules
+    assert 12 < away < 14 and 1.4 < s_first < 1.7, (away, s_first)
+    assert s_first < rule.max_ratio < away

@@ -70,8 +70,9 @@ def _blocks(pixels: Pixels, tile):
     return top, top + pixels.cols, bx % tile[0], by % tile[1]
 
 
-def init_8(image: np.ndarray, tile) -> tuple[np.ndarray, np.ndarray]:
-    """``(forest, links)`` of the lesson's 8-connected init (a node per 2x2 block)."""
+def init_8(image: np.ndarray, tile, order: str = "PQRS") -> tuple[np.ndarray, np.ndarray]:
+    """``(forest, links)`` of the lesson's 8-connected init (a node per 2x2 block); ``order``
+    is the order in which a block picks the neighbour it links to (the lesson's: P Q R S)."""
     px = Pixels(image)
     a, b, c, d = px.at(0, 0), px.at(0, 1), px.at(1, 0), px.at(1, 1)
     pd, qc, qd, rc, sb, sd = (px.at(-1, -1), px.at(-1, 0), px.at(-1, 1), px.at(-1, 2),
@@ -86,7 +87,7 @@ def init_8(image: np.ndarray, tile) -> tuple[np.ndarray, np.ndarray]:
             "S": np.where(sb, top - 1, bottom - 1)}
     parent = node.copy()
     linked = np.full(node.shape, "", object)
-    for name in "PQRS":
+    for name in order:
         take = touch[name] & inside[name] & (linked == "")
         parent = np.where(take, cell[name], parent)
         linked[take] = name
@@ -218,6 +219,17 @@ def label(image: np.ndarray, connectivity: int, tile) -> tuple[np.ndarray, int]:
 
 
 # --- the per-pixel union-find of the lesson, for comparison ----------------------------------
+
+def warp_loads(forest: np.ndarray, warp: int = 32) -> int:
+    """Load requests of exercise 5's compress on ``forest`` (one thread per entry, ``warp``
+    consecutive entries per warp): a warp loads as long as its longest walk takes, a load per
+    step, plus the first load and the load that finds the root."""
+    forest = np.asarray(forest).reshape(-1)
+    _, steps = walks(forest)
+    loads = np.where(forest >= 0, 2 + steps, 1)
+    loads = np.concatenate([loads, np.zeros(-loads.size % warp, loads.dtype)])
+    return int(loads.reshape(-1, warp).max(axis=1).sum())
+
 
 def pixel_parents(image: np.ndarray, connectivity: int) -> np.ndarray:
     """The per-pixel init (flat): each foreground pixel's connected back neighbour (up-left,
