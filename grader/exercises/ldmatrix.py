@@ -441,7 +441,7 @@ MMA_USES = ("the reference loads A's fragments with one ldmatrix .x4 and B's wit
 # same shares.
 LDSM_SHARE = 0.4
 HMMA_SHARE = 0.75
-COUNTED = "the reference's own count in the same run (an instruction count: the same on any GPU)"
+COUNTED = "any GPU: a count compared with the reference's count in the same run"
 
 
 def gemm_instructions(m: int, n: int, k: int) -> tuple[dict, str]:
@@ -628,11 +628,11 @@ METRICS = {
     "gemm": dict(
         rules=(MetricRule(
             "sm__inst_executed_op_ldsm.sum", "ldmatrix instructions executed (LDSM)",
-            "the fragments of both operands come from ldmatrix: the reference issues 3 per "
-            "warp and 16-wide step of k (one .x4 for A, two .x2.trans for B), a kernel that "
-            "loads B's fragments with one .x4 2; one that assembles B's from scalar "
-            "shared-memory loads issues 1, one that assembles both (the lesson's "
-            "gemm_scalar_kernel) none", COUNTED, min_ratio=LDSM_SHARE),
+            "the fragments of both operands come from ldmatrix: per warp and 16-wide step of k "
+            "the reference issues 3 (one .x4 for A, two .x2.trans for B), a kernel loading B's "
+            "with one .x4 issues 2, one assembling B's from scalar shared-memory loads 1, one "
+            "assembling both (as the lesson's gemm_scalar_kernel) none", COUNTED,
+            min_ratio=LDSM_SHARE),
                MetricRule(
             "sm__inst_executed_pipe_tensor_op_hmma.sum", "tensor-core mma instructions executed "
             "(HMMA)", "every 16x8x16 product runs on the tensor cores: M*N*K/2048 "
