@@ -15,7 +15,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import batch_throughput  # noqa: E402
 from usage_sampling import GpuSampler, ProcessSampler, children_cpu_seconds  # noqa: E402
 
-BURN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass"
+# burn CPU, then idle a second before exiting: a sampler that a loaded machine delays still
+# sees each process's whole CPU time before it ends
+BURN = ("import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: "
+        "pass\ntime.sleep(1)")
 
 
 def executable(path: Path, text: str) -> Path:
