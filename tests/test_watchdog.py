@@ -319,7 +319,7 @@ def test_notebook_check_in_gpu_mode_arms_the_notice(monkeypatch, capsys):
     import grader.exercise
     import workbook
 
-    def slow_check(exercise, namespace, mode, seed=None):
+    def slow_check(exercise, namespace, mode, seed=None, **options):
         assert mode == "gpu"
         time.sleep(0.8)
         return "result"
