@@ -662,13 +662,14 @@ def test_block_kernels_compile_for_the_gpu():
          f"block_init_kernel=void({u8}, {i32}, {u8}, int64, int64, int64)",
          f"block_merge_kernel=void({u8}, {i32}, {i32}, int64, int64, int64)",
          f"resolve_roots_kernel=void({i32}, {i32}, int64)",
-         f"resolve_cells_kernel=void({i32}, {i32}, int64)",
+         f"resolve_cells_kernel=void({i32}, {u8}, int64)",  # BlobAnalysis's uint8 flags
+         f"block_scan_kernel=void({u8}, {i32}, {i32}, int64)",  # and their scan
          f"block_final_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64)"],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = {line.split(":")[0].removeprefix("ok "): line for line in done.stdout.splitlines()
              if line.startswith("ok ")}
-    assert len(lines) == 5, done.stdout
+    assert len(lines) == 6, done.stdout
     # the init links with plain stores; only the merge uses atomics
     for name in ("block_init_kernel", "resolve_roots_kernel", "resolve_cells_kernel",
                  "block_final_kernel"):

@@ -1376,7 +1376,23 @@ METRICS = {
         profile=_profile_stats_block, kernels=("blob_stats_block_kernel",)),
 }
 
-EXERCISES = with_metric_rules(EXERCISES, METRICS)
+NO_METRIC_RULE = {
+    "flood_fill": "CPU-only: plain Python",
+    "runs": "CPU-only: plain Python",
+    "run_labels": "CPU-only: plain Python",
+    "propagation": "the lesson's baseline, slow by design: its launches number the pixels of "
+                   "the longest path through a blob, which the check counts; union-find is "
+                   "what improves on it",
+    "stats": "the lesson's baseline for exercise 10, seven global atomics per pixel by design: "
+             "exercise 10's rule measures what per-block partials save",
+    "block_label": "what its launches cost follows from exercise 11's links (the unions they "
+                   "ask for, the roots of the init's forest that walk), which exercise 11 "
+                   "checks and its rule measures; its own steps (unions from the compressed "
+                   "roots, walks from the init's roots only) are the Goal's, and checked for "
+                   "races in the simulator",
+}
+
+EXERCISES = with_metric_rules(EXERCISES, METRICS, NO_METRIC_RULE)
 
 # Slow but correct submissions, each (description, text in the solution cell, replacement):
 # with no text, the replacement is the whole cell. Each must fail every metric rule of its
