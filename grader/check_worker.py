@@ -10,8 +10,9 @@ CUDA context are ready when a check comes. It reads jobs (pickled dicts) from th
 * ``result`` -- the check's :class:`~grader.results.ExerciseResult`.
 
 What the student's code prints goes to this process's stdout and stderr, which the parent
-shows in the cell. The process ends when the pipe closes or when its parent ``PID`` is
-gone (a kernel that never ends keeps it from reading the pipe: a thread watches).
+shows in the cell. The process ends, deleting the folder of EVENTS, when the pipe closes
+or when its parent ``PID`` is gone (a kernel that never ends keeps it from reading the
+pipe: a thread watches).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import shutil
 import sys
 import threading
 import time
@@ -153,12 +155,14 @@ def follow_the_notebook(job: dict) -> None:
     sys.path.extend(p for p in job.get("path", ()) if p not in sys.path)
 
 
-def exit_with_parent(parent: int) -> None:
+def exit_with_parent(parent: int, folder: str) -> None:
     """End this process once ``parent`` is gone, even while a kernel keeps the main thread
-    in a CUDA driver call (the call releases the GIL)."""
+    in a CUDA driver call (the call releases the GIL); its ``folder`` (events, output),
+    which the parent would have deleted, goes too."""
     def watch():
         while os.getppid() == parent:
             time.sleep(PARENT_POLL_SECONDS)
+        shutil.rmtree(folder, ignore_errors=True)
         os._exit(3)
 
     threading.Thread(target=watch, name="check-worker-parent", daemon=True).start()
@@ -166,7 +170,8 @@ def exit_with_parent(parent: int) -> None:
 
 def main(argv: list[str]) -> int:
     events_path, fd, parent = argv[0], int(argv[1]), int(argv[2])
-    exit_with_parent(parent)
+    folder = os.path.dirname(os.path.abspath(events_path))
+    exit_with_parent(parent, folder)
     import workbook  # chooses the mode (WORKBOOK_MODE) before numba.cuda is imported
 
     # isort: split
@@ -180,6 +185,7 @@ def main(argv: list[str]) -> int:
     events.emit(ready=os.getpid(), mode=workbook.MODE, at=time.monotonic())
     with os.fdopen(fd, "rb") as channel:
         Worker(channel, events, workbook.MODE).serve()
+    shutil.rmtree(folder, ignore_errors=True)  # the pipe closed: the parent is gone
     return 0
 
 

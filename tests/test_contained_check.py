@@ -462,7 +462,7 @@ import workbook
 from grader import contained
 worker = contained.worker_for(workbook.MODE)
 contained.wait_ready(worker)
-print(worker.proc.pid, flush=True)
+print(worker.folder, worker.proc.pid, flush=True)
 import os
 os._exit(0)  # no clean-up: as a notebook kernel that is killed
 """
@@ -471,8 +471,9 @@ os._exit(0)  # no clean-up: as a notebook kernel that is killed
 def test_the_child_ends_when_the_notebooks_process_dies():
     run = subprocess.run([sys.executable, "-c", ORPHAN, str(ROOT)], capture_output=True,
                          text=True, cwd=ROOT, timeout=240)
-    pid = int(run.stdout.split()[-1])
-    assert gone(pid, within=10), "the checking process outlived the notebook's process"
+    folder, pid = run.stdout.split()[-2:]
+    assert gone(int(pid), within=10), "the checking process outlived the notebook's process"
+    assert not Path(folder).exists(), "the checking process left its folder behind"
 
 
 # --- in a real Jupyter kernel --------------------------------------------------------------------
