@@ -133,11 +133,14 @@ def describe_exception(exc: BaseException) -> str:
 
 def students_fault(exc: BaseException) -> bool:
     """Whether an exception raised while a case ran comes from the student's code (a frame of
-    it in the traceback, or numba rejecting it), not from the grader or the machine."""
+    it in the traceback, numba rejecting it, or the simulator's report on their kernel, which
+    an initcheck may give after the launch has returned), not from the grader or the machine."""
     from numba.core.errors import NumbaError
 
     frames = traceback.extract_tb(exc.__traceback__)
-    return isinstance(exc, NumbaError) or any(_is_student_frame(f.filename) for f in frames)
+    simulator_report = bool({c.__name__ for c in type(exc).__mro__} & set(_LOCATED))
+    return (isinstance(exc, NumbaError) or simulator_report
+            or any(_is_student_frame(f.filename) for f in frames))
 
 
 def new_seed() -> int:
