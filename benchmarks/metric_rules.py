@@ -6,7 +6,7 @@ For each exercise that declares metric rules, profiled against the reference sol
 (one profile of it per exercise): the reference solution itself must pass every rule, each
 correct-but-different submission (``CORRECT_VARIANTS`` beside the exercise) must be graded
 correct and pass every rule, and the lesson's slow-but-correct variant (``SLOW_VARIANTS``)
-must be graded correct on its output yet fail every rule. A table gives, per rule, both
+must be graded correct on its output yet fail at least one rule. A table gives, per rule, both
 groups' ratios and how far the bound sits from each (``grader.metric_rules.separation``):
 the evidence a threshold is set from. Writes OUT_DIR/metric_rules-<lesson>.json, the table
 (OUT_DIR/metric_rules-<lesson>.md), and the .ncu-rep files
@@ -117,12 +117,15 @@ def validate_exercise(ex, slow, correct_variants, reports: Path) -> tuple[dict, 
                 continue
             outcomes = [r.evaluate(student[r.metric], reference[r.metric])
                         for r in ex.metric_rules]
-            want = "passed" if should_pass else "failed"
             for outcome in outcomes:
                 print(f"{ex.id:24s} {label:10s} {format_outcome(outcome)}", flush=True)
-                if outcome["status"] != want:
+                if should_pass and outcome["status"] != "passed":
                     problems.append(f"{ex.id} {label} ({description}): {outcome['label']} "
-                                    f"{outcome['status']} (expected {want})")
+                                    f"{outcome['status']} (expected passed)")
+            # a slow variant is caught by one failed rule; each rule guards its own mistake
+            if not should_pass and not any(o["status"] == "failed" for o in outcomes):
+                problems.append(f"{ex.id} {label} ({description}) passed every rule "
+                                f"(expected at least one failed)")
             runs[label] = {"description": description, "correct": correct, "rules": outcomes,
                            "student": student, "reference": reference}
         for label in ("solution", "reference", "slow"):

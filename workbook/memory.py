@@ -189,7 +189,7 @@ def _manager_class():
                                       on_pressure=empty_other_caches)
             else:  # PyTorch's cache is the pool: keep no free blocks of our own
                 alloc, free = shared
-                self.pool = BlockPool(lambda n: _device_pointer(drv, alloc(n)),
+                self.pool = BlockPool(_wrapped(drv, alloc, free),
                                       lambda handle: free(int(handle)), max_free=0)
                 self.pool.stats.backend = "torch"
 
@@ -240,12 +240,29 @@ def _manager_class():
 
 
 def _device_pointer(drv, address: int):
-    """An int device address as the pointer type numba's driver binding uses."""
-    if drv.USE_NV_BINDING:
-        return drv.binding.CUdeviceptr(address)
+    """An int device address as the pointer type numba's driver binding uses (the NVIDIA
+    binding's CUdeviceptr; ctypes where an older numba-cuda runs without it)."""
+    if getattr(drv, "USE_NV_BINDING", True):
+        binding = getattr(drv, "binding", None)
+        if binding is None:
+            from cuda.bindings import driver as binding
+        return binding.CUdeviceptr(address)
     from numba.cuda.cudadrv import drvapi
 
     return drvapi.cu_device_ptr(address)
+
+
+def _wrapped(drv, alloc, free):
+    """``alloc`` whose int pointers come back as driver pointers (freed if that fails)."""
+    def allocate(nbytes: int):
+        address = alloc(nbytes)
+        try:
+            return _device_pointer(drv, address)
+        except BaseException:
+            free(address)
+            raise
+
+    return allocate
 
 
 _manager = None
