@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.notebook import load
-from grader.results import ERROR, FAILED
+from grader.results import FAILED
 from grader.runner import exec_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,8 +54,9 @@ def bug_id(case) -> str:
 # simulator a kernel is stopped where its bug shows: by the sanitizer (a race, a barrier not
 # every thread reaches, a read of uninitialised shared memory), at an index out of bounds, at a
 # warp collective some named lanes never reach, at an overflow of math.exp. Such a stop is
-# rated STOPPED_BY_THE_BUG (ERROR so far; a bug in the student's kernel is to be FAILED).
-STOPPED_BY_THE_BUG = ERROR
+# rated STOPPED_BY_THE_BUG: FAILED, as a bug in the student's code (ERROR is for faults of the
+# grader or the machine).
+STOPPED_BY_THE_BUG = FAILED
 BUG_STATUSES = {
     "wrong result": FAILED,
     "rejected code": FAILED,  # code the grader rejects before running it (does not compile...)
