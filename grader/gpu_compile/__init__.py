@@ -6,8 +6,9 @@ recursion, wrong types). The compiler itself runs without a GPU (NVVM comes with
 ``numba-cuda[cu13]`` wheels), in a process of its own: numba picks the simulator or the
 compiler once per process. The modules, by job:
 
-* :mod:`.step` -- the check's hook: the first case's kernels compile, for sm_90, while
-  the simulator runs them; a rejected kernel fails the exercise with the compiler's reason;
+* :mod:`.step` -- the check's hook: each kernel compiles for sm_90, with the types of its
+  first launch, while the simulator runs the cases; a rejected kernel fails the exercise
+  with the compiler's reason;
 * :mod:`.launches` -- the first launch of each kernel and the types of its arguments;
 * :mod:`.payload` -- a simulated kernel, with its device and foreign functions, sent to
   the compiler's process;
@@ -16,8 +17,11 @@ compiler once per process. The modules, by job:
 * :mod:`.target` -- the real compiler without a GPU (also used by tests/sm90_compile.py);
 * :mod:`.diagnosis` -- the compiler's message cut to the student's line and explained.
 
-Cost, measured on the two-core development machine: a correct kernel takes 0.02-0.1 s
-to compile once the worker runs, while the simulator runs the first case; the worker
-starts in about 1 s (2 s when the simulator competes for the cores), also while the
-first case runs. A check of unchanged code asks the compiler nothing.
+Cost, measured on the two-core development machine while other work loaded it (load
+average 10-20): a kernel compiles in 0.1-0.5 s on an idle machine (1-4 s under that load)
+beside the simulator, which runs the cases meanwhile; the check then waits for the
+verdicts after its last case: 0 s for every solution of lessons 03-05, at most 0.3 s in
+lessons 01-02. The worker starts in about 1 s, early (a notebook's setup cell, the
+grader's process). Checking unchanged code asks the compiler nothing (1-2 ms to pack the
+kernel and find its verdict). A check whose case fails waits for the compile.
 """

@@ -120,8 +120,9 @@ class _Worker:
                     pending = self.pending.pop(answer["id"], None)
                 if pending is not None:
                     self.on_answer(pending, answer)
-        self._end(self.unavailable or f"the compiler process ended (exit code "
-                                      f"{self.process.wait()}){self._stderr_tail()}")
+        code = self.process.wait()
+        self._end(self.unavailable or f"the compiler process ended (exit code {code})"
+                                      f"{self._stderr_tail()}")
         self.stderr.close()
 
     def _stderr_tail(self) -> str:
@@ -134,6 +135,7 @@ class _Worker:
 
     def _end(self, why: str) -> None:
         """No more answers: every request in flight is skipped with ``why``."""
+        self.outbox.put(None)  # the sending thread ends
         with self.lock:
             self.ended = self.ended or why
             pending, self.pending = list(self.pending.values()), {}

@@ -4,13 +4,14 @@ compiled for sm_90 as well.
 :class:`CompileStep` runs the first case while recording the first launch of each kernel
 (:mod:`grader.gpu_compile.launches`); each kernel goes to the compile worker as it is
 launched, with the types of that launch's arguments, and compiles while the simulator
-runs the cases (the check waits for the verdicts after its last case, or after a case
-that did not pass). A kernel the compiler rejects fails the exercise (FAILED) with the
-compiler's reason (:mod:`grader.gpu_compile.diagnosis`), unless the simulator already
-stopped it with one of the hand-written checks whose message names the fix
-(ArrayShapeError, WarpTypeError). A step that cannot run (no compiler, a kernel that
-cannot be sent) is a note, never a failure; that the compiler is missing is said once
-per process.
+runs the cases (the later cases' kernels are not compiled: a kernel factory makes a new
+one per configuration, and compiling each would cost seconds per exercise). The check
+waits for the verdicts after its last case, or after a case that did not pass. A kernel
+the compiler rejects fails the exercise (FAILED) with the compiler's reason
+(:mod:`grader.gpu_compile.diagnosis`), unless the simulator already stopped it with one
+of the hand-written checks whose message names the fix (ArrayShapeError, WarpTypeError).
+A step that cannot run (no compiler, a kernel that cannot be sent) is a note, never a
+failure; that the compiler is missing is said once per process.
 
 ``WORKBOOK_GPU_COMPILE=0`` turns the step off.
 """
@@ -62,24 +63,21 @@ class CompileStep:
 
     def run(self, run_case: Callable[[], CaseResult], done: int, total: int) -> CaseResult:
         """The case's result, or FAILED with the compiler's reason once a kernel of the first
-        case is known to be rejected. Verdicts not in yet are waited for after the last
-        case, or after a case that did not pass."""
+        case is known to be rejected. Verdicts not in yet are waited for after the last case,
+        or after a case that did not pass."""
         if not self.active:
             return run_case()
-        if done == 0:
-            outcome = self._first(run_case)
-        else:
-            outcome = run_case()
-        if outcome.status == NOT_IMPLEMENTED:
-            return outcome
+        outcome = self._recorded(run_case) if done == 0 else run_case()
+        if outcome.status == NOT_IMPLEMENTED or outcome.message.startswith(HAND_WRITTEN):
+            return outcome  # a stub, or the simulator's own diagnosis (it names the fix)
         last = done + 1 >= total or outcome.status != PASSED
         failures = self._failures(wait=last)
-        if failures and not outcome.message.startswith(HAND_WRITTEN):
+        if failures:
             return CaseResult(name=outcome.name, status=FAILED, seed=outcome.seed,
                               message="\n".join(failures))
         return outcome
 
-    def _first(self, run_case: Callable[[], CaseResult]) -> CaseResult:
+    def _recorded(self, run_case: Callable[[], CaseResult]) -> CaseResult:
         from grader.gpu_compile.client import compiler
         from grader.gpu_compile.launches import recording
 
