@@ -196,6 +196,69 @@ def test_the_grader_rejects_them_too(tmp_path):
         _assert_rejected(bug, results[exercise_id], cells[exercise_id])
 
 
+FOREIGN_CELL = '''
+SOURCE = r"""
+extern "C" __device__ int twice(int* ret, int x)
+{
+    *ret = 2 * y;
+    return 0;
+}
+"""
+twice = cuda.declare_device("twice", "int32(int32)", link=LINK)
+
+
+@cuda.jit
+def twice_kernel(out):
+    out[0] = twice(21)
+'''
+
+
+def _foreign_check(link: str, filename: str):
+    """The compile step on one launch of ``twice_kernel`` (a cell with CUDA C), as an
+    exercise's check makes it; the case's own result is the simulator's."""
+    import linecache
+
+    import numpy as np
+    from numba import cuda
+
+    from grader.results import ERROR, PASSED, CaseResult
+
+    cell = FOREIGN_CELL.replace("LINK", link)
+    linecache.cache[filename] = (len(cell), None, cell.splitlines(True), filename)
+    namespace = {"cuda": cuda, "__name__": "__main__"}
+    exec(compile(cell, filename, "exec"), namespace)
+
+    def run_case():
+        try:
+            namespace["twice_kernel"][1, 1](cuda.to_device(np.zeros(1, np.int32)))
+        except Exception as exc:  # the simulator runs the CUDA C: it fails too
+            return CaseResult("one launch", ERROR, f"{type(exc).__name__}: {exc}")
+        return CaseResult("one launch", PASSED)
+
+    return step.CompileStep("sim").run(run_case, 0, 1), cell
+
+
+def test_a_cuda_c_error_names_its_line_in_the_cu_and_in_the_cell():
+    result, cell = _foreign_check("cuda.CUSource(SOURCE)", "<cell 7>")
+    assert result.status == "failed", result
+    cell_line = cell.splitlines().index("    *ret = 2 * y;") + 1
+    source = cell.split('r"""')[1].split('"""')[0]  # the .cu, as NVRTC numbers its lines
+    cu_line = source.splitlines().index("    *ret = 2 * y;") + 1
+    assert result.message.startswith("twice_kernel does not compile for the GPU"), result.message
+    assert (f"<cell 7>:{cell_line} (twice.cu line {cu_line}): identifier \"y\" is undefined\n"
+            f"    *ret = 2 * y;") in result.message, result.message
+
+
+def test_a_foreign_function_missing_from_its_cu_file_is_a_link_error(tmp_path):
+    path = tmp_path / "twice.cu"
+    path.write_text('extern "C" __device__ int twice_(int* ret, int x)\n'
+                    "{ *ret = 2 * x; return 0; }\n")
+    result, _ = _foreign_check(repr(str(path)), "<cell 8>")
+    assert result.status == "failed", result
+    assert "the kernel calls `twice`, which no linked CUDA C defines" in result.message
+    assert "Undefined reference to 'twice'" in result.message, result.message
+
+
 def test_a_recheck_of_unchanged_code_compiles_nothing():
     original = exercise_cell("02_reduction", "reduction.convergent")
     cell = original.replace("stride", "half")  # a kernel no other test compiles
