@@ -153,16 +153,36 @@ def test_a_device_function_error_names_the_call_too():
     assert re.search(r"called from <cell \d+>:\d+: `total = block_tree_sum\(value\)`", text), text
 
 
-def test_the_simulators_own_diagnosis_stays_where_it_names_the_fix():
-    """An expression as a shared array's shape: the simulator's ArrayShapeError (which names
-    the fix) is reported, not the compiler's rejection of the same line."""
-    original = exercise_cell("02_reduction", "reduction.shared")
-    cell = original.replace("cuda.shared.array(MAX_TPB, float32)",
-                            "cuda.shared.array(cuda.blockDim.x * 2, float32)")
-    result = grader.check("reduction.shared", namespace_with("02_reduction", "reduction.shared",
-                                                             original, cell))
+HAND_WRITTEN = [
+    ("ArrayShapeError", "reduction.shared", "cuda.shared.array(MAX_TPB, float32)",
+     "cuda.shared.array(cuda.blockDim.x * 2, float32)", "shared_sum_kernel", 2),
+    ("WarpTypeError", "reduction.shuffle", "cuda.shfl_down_sync(FULL_MASK, value, offset)",
+     "cuda.shfl_down_sync(1.0, value, offset)", "shuffle_sum_kernel", 3),
+]
+
+
+@pytest.mark.parametrize("error,exercise_id,old,new,kernel,arguments", HAND_WRITTEN,
+                         ids=[h[0] for h in HAND_WRITTEN])
+def test_the_simulators_own_diagnosis_stays_where_it_names_the_fix(error, exercise_id, old, new,
+                                                                   kernel, arguments):
+    """A shared array's shape computed in the kernel, a float mask to a shuffle: both are
+    rejected by the compiler, and the simulator's own errors (which name the fix) are
+    reported."""
+    import numpy as np
+    from numba import cuda
+
+    from grader.gpu_compile.launches import argument_types
+
+    original = exercise_cell("02_reduction", exercise_id)
+    namespace = namespace_with("02_reduction", exercise_id, original, original.replace(old, new))
+    launch = [cuda.to_device(np.zeros(64, np.float32)), cuda.to_device(np.zeros(1, np.float32)),
+              64][:arguments]
+    compiler = client.compiler()
+    verdict = compiler.wait(compiler.submit(namespace[kernel], argument_types(launch)))
+    assert verdict.error and not verdict.ok, verdict  # the GPU rejects the variant too
+    result = grader.check(exercise_id, namespace)
     text = "\n".join(result.messages)
-    assert result.status == "failed" and "ArrayShapeError" in text, text
+    assert result.status == "failed" and error in text, text
     assert "does not compile for the GPU" not in text, text
 
 
