@@ -101,7 +101,7 @@ def test_still_out_of_memory_after_pressure_is_a_memory_error():
 
 
 def test_a_pool_that_keeps_nothing_gives_every_block_straight_back():
-    """The PyTorch-backed pool: PyTorch's cache is the pool, this one keeps no free block."""
+    """WORKBOOK_POOL_MAX_FREE_MB=0: every freed block goes back at once."""
     driver = Driver(1 << 30)
     pool = BlockPool(driver.alloc, driver.free, max_free=0)
     handle, cls = pool.take(3 * MiB)

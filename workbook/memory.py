@@ -18,14 +18,16 @@ kernel that writes a recycled block runs after every kernel that used it before
 streams must not use this pool).
 
 One pool per process: when PyTorch is loaded (imported before ``use_pool()``), the pool
-takes its blocks from PyTorch's caching allocator (``torch.cuda.caching_allocator_alloc`` /
-``caching_allocator_delete``) and keeps none of its own, so that memory one library freed
-serves the other: two caches side by side each hold their peak and starve each other (on
-an H100, after softmax and LayerNorm sweeps beside torch, PyTorch's cache held 45.1 GB and
-this pool 25.7 GB of free blocks, 13.6 GB of the 80 GB left free). Without PyTorch the pool
-keeps at most ``WORKBOOK_POOL_MAX_FREE_MB`` (default 2048) MiB of free blocks, giving back
-those of the size classes used longest ago first, and under memory pressure it returns
-every free block and empties PyTorch's and CuPy's caches (if loaded) before it tries again.
+takes new blocks from PyTorch's caching allocator (``torch.cuda.caching_allocator_alloc`` /
+``caching_allocator_delete``) and gives freed ones back to it, so that memory one library
+freed serves the other: two caches side by side each hold their peak and starve each other
+(on an H100, after softmax and LayerNorm sweeps beside torch, PyTorch's cache held 45.1 GB
+and this pool 25.7 GB of free blocks, 13.6 GB of the 80 GB left free). Either way the pool
+keeps at most ``WORKBOOK_POOL_MAX_FREE_MB`` (default 2048) MiB of free blocks of its own (a
+block taken from its free list costs 12 us with the array around it, one from PyTorch's
+allocator 17.5 us, on an H100), giving back those of the size classes used longest ago
+first, and under memory pressure it returns every free block and empties PyTorch's and
+CuPy's caches (if loaded) before it tries again.
 
 ``use_pool()`` installs it (GPU mode; in the simulator it does nothing and returns
 None): for contexts created later through ``cuda.set_memory_manager``, and for the
@@ -187,10 +189,11 @@ def _manager_class():
             if shared is None:
                 self.pool = BlockPool(self._driver_alloc, drv.driver.cuMemFree,
                                       on_pressure=empty_other_caches)
-            else:  # PyTorch's cache is the pool: keep no free blocks of our own
+            else:  # new blocks from PyTorch's cache, and freed ones beyond the limit to it
                 alloc, free = shared
                 self.pool = BlockPool(_wrapped(drv, alloc, free),
-                                      lambda handle: free(int(handle)), max_free=0)
+                                      lambda handle: free(int(handle)),
+                                      on_pressure=empty_other_caches)
                 self.pool.stats.backend = "torch"
 
         @staticmethod

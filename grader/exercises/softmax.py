@@ -996,8 +996,8 @@ METRICS = {
                           "float32)", "short rows need thread groups narrower than a warp "
                           "(warp_config: 4 lanes and 2 rows each for 16 float32 columns): a "
                           "whole warp per 16-column row leaves 28 of its 32 lanes idle",
-                          "NVIDIA H200, 2026-11-25: correct plans up to 1.14x (one row per "
-                          "thread), a whole warp per row 7.8x",
+                          "NVIDIA H100 80GB HBM3, 2026-11-25: correct plans up to 1.09x, a "
+                          "whole warp per row 6.9x (H200, same day: 1.14x and 7.8x)",
                           max_ratio=1.5),),
         profile=_profile_dispatch, kernels=SOFTMAX_KERNELS),
 }
