@@ -5,11 +5,9 @@
 ``tests/fixtures/ncu/*.csv`` is ncu's CSV; that script writes both, under the same names, on a
 GPU machine.
 
-HAND_TYPED lists the fixtures that are not captures yet: typed by hand in the tools' layout,
-with the report lines of a recorded run (benchmarks/results/h200-2026-11-22/sanitizer/demo.log,
-H200) and the bank-conflict counts of benchmarks/results/h200-2026-11-22/ldmatrix/bench.log.
-The swap is one step: copy the captured files over these and empty HAND_TYPED. The tests
-assert only what holds for the real tool's output as well.
+The fixtures were captured on an NVIDIA H200 on 2026-11-25 (compute-sanitizer and Nsight
+Compute 2025.3.1; the run's manifest is in benchmarks/results/h200-2026-11-25-tool-captures/).
+HAND_TYPED lists fixtures typed by hand in a tool's layout, waiting for a capture: none now.
 """
 
 from __future__ import annotations
@@ -18,12 +16,7 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
-HAND_TYPED = {
-    "tools/racecheck-shared-barrier-removed.txt",
-    "tools/memcheck-simple-tree-one-level-too-deep.txt",
-    "tools/synccheck-segmented-solution.txt",
-    "ncu/ldmatrix-bank-conflicts.csv",
-}
+HAND_TYPED: set[str] = set()  # every fixture is a capture (H200, 2026-11-25)
 
 
 def tool_output(name: str) -> str:
