@@ -94,7 +94,6 @@ class CompileStep:
     def _failures(self, wait: bool) -> list[str]:
         """The compiler's rejections among the verdicts in (all of them, with ``wait``)."""
         from grader.gpu_compile.client import compiler
-        from grader.gpu_compile.diagnosis import describe
 
         failures, still = [], []
         for kernel, pending in self.submitted:
@@ -105,9 +104,21 @@ class CompileStep:
             if verdict.skipped:
                 _note(self.notes, _name(kernel), verdict.skipped, compiler().unavailable)
             elif not verdict.ok:
-                failures.append(describe(_name(kernel), verdict.error, pending.sources))
+                failures.append(_described(_name(kernel), verdict.error, pending.sources))
         self.submitted = still
         return failures
+
+
+def _described(kernel: str, error: dict, sources: dict[str, str]) -> str:
+    """:func:`~grader.gpu_compile.diagnosis.describe`, or the compiler's message cut short
+    where the diagnosis cannot read it."""
+    from grader.gpu_compile.diagnosis import MAX_REASON, describe
+
+    try:
+        return describe(kernel, error, sources)
+    except Exception:  # noqa: BLE001  (the rejection stands; only its explanation is lost)
+        return (f"{kernel} does not compile for the GPU (numba-cuda, sm_90): "
+                f"{str(error.get('message', error))[:MAX_REASON]}")
 
 
 def _name(kernel) -> str:
