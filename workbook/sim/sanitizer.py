@@ -55,6 +55,7 @@ race that it really is.
 from __future__ import annotations
 
 import contextlib
+import dis
 import linecache
 import operator
 import os
@@ -490,11 +491,12 @@ def access(thread, block: _Block, address: int, kind: int, site, memory: Memory,
     if (writer >= 0 and writer != tid and record[1] == epoch
             and not (kind == ATOMIC and record[4] == ATOMIC)
             and not _ordered(clocks, tid, writer, record[2])):
-        own = _own_read(record, epoch, tid) if kind == WRITE else None
+        own = _my_read(state, record, epoch, address, tid) if kind == WRITE else None
         _race(block, (memory, array, index),
               (writer, record[4], record[3], _own_read(record, epoch, writer)),
               (tid, kind, site, own))
     if kind == READ:
+        state[_LAST_READ] = (address, epoch, site)
         mine = tid | tick << 12 | (-1 if site is None else site) << 44  # see _reader
         reads = record[6] if record[5] == epoch else None
         if reads is None or (type(reads) is int and reads & 0xFFF == tid):
@@ -512,16 +514,33 @@ def access(thread, block: _Block, address: int, kind: int, site, memory: Memory,
             if reader == tid:
                 mine = packed
             elif not _ordered(clocks, tid, reader, their_tick):
-                own = _own_read(record, epoch, tid) if kind == WRITE else None
+                own = _my_read(state, record, epoch, address, tid) if kind == WRITE else None
                 _race(block, (memory, array, index), (reader, READ, their_site, None),
                       (tid, kind, site, own))
     if kind != WRITE:
         mine = None
-    elif mine is None and writer == tid and record[1] == epoch and record[4] == ATOMIC:
-        mine = tid | tick << 12 | (-1 if record[3] is None else record[3]) << 44  # its atomic
+    elif mine is None:
+        last = state.get(_LAST_READ)
+        if last is not None and last[0] == address and last[1] == epoch:
+            mine = tid | tick << 12 | (-1 if last[2] is None else last[2]) << 44
+        elif writer == tid and record[1] == epoch and record[4] == ATOMIC:
+            mine = tid | tick << 12 | (-1 if record[3] is None else record[3]) << 44  # atomic
     # a plain write keeps the writer's own read (or atomic access) of the element in this
     # interval: a read-modify-write, which race hints tell apart (see race_hint)
     log[address] = (tid, epoch, tick, site, kind, epoch, mine)
+
+
+_LAST_READ = "_wb_last_read"  # attribute of a thread: (address, epoch, site) of its last read
+
+
+def _my_read(state, record, epoch: int, address: int, tid: int):
+    """The site of the running thread's read of ``address`` in this interval before its
+    write: its last read (kept on the thread: the lock-free log can lose a read), else the
+    one in ``record``."""
+    last = state.get(_LAST_READ)
+    if last is not None and last[0] == address and last[1] == epoch:
+        return last[2]
+    return _own_read(record, epoch, tid)
 
 
 def _own_read(record, epoch: int, tid: int):
@@ -576,8 +595,23 @@ def _race(block, target, first, second) -> None:
 
 def same_instruction(site_a, site_b) -> bool:
     """Whether two sites (see :func:`caller_site`) are one instruction of the source."""
-    return (site_a is not None and site_b is not None
-            and _sites[site_a][:2] == _sites[site_b][:2])
+    if site_a is None or site_b is None:
+        return False
+    (code_a, offset_a, *_), (code_b, offset_b, *_) = _sites[site_a], _sites[site_b]
+    return code_a is code_b and _instruction(code_a, offset_a) == _instruction(code_b, offset_b)
+
+
+_CACHE = dis.opmap.get("CACHE", -1)
+
+
+def _instruction(code, offset: int) -> int:
+    """The offset of the instruction that bytecode ``offset`` belongs to: a frame's last
+    offset points into an instruction's inline caches once the interpreter has specialised
+    it (``a[i]`` read through a Python ``__getitem__``: BINARY_SUBSCR, then its caches)."""
+    raw = code.co_code
+    while offset > 0 and offset < len(raw) and raw[offset] == _CACHE:
+        offset -= 2
+    return offset
 
 
 def same_statement(first, second) -> bool:

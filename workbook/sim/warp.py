@@ -729,12 +729,9 @@ def _track_threads(block_thread) -> None:
         warp, lane = _locate(self)
         with warp.cond:
             warp.threads[lane] = self
-        grab = _grab_kernel_frame(self)
         try:
             run(self)
         finally:
-            if grab is not None and sys.getprofile() is grab:
-                sys.setprofile(grab.previous)
             with warp.cond:
                 warp.exited |= 1 << lane
                 warp.cond.notify_all()
@@ -754,23 +751,35 @@ def _track_threads(block_thread) -> None:
     block_thread.syncthreads = counted_syncthreads
 
 
-def _grab_kernel_frame(thread):
-    """Keep the frame of the kernel function that ``thread`` runs, on the thread, to name the
-    line where a lane left the kernel (a finished frame keeps its last line). A profile
-    function that removes itself at the kernel's call; returned, or None."""
-    code = getattr(getattr(thread._manager, "_f", None), "__code__", None)
-    if code is None:
-        return None
-    previous = sys.getprofile()
+def _keep_kernel_frame(thread, frame) -> None:
+    """Keep, on ``thread``, the frame of the kernel function it runs (``frame`` or one of
+    its callers), to name the line where a lane left the kernel: a finished frame keeps
+    its last line. Called once per thread, at its first ``threadIdx`` or ``laneid``."""
+    code = getattr(getattr(thread, "_manager", None), "_f", None)
+    code = getattr(code, "__code__", None)
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back
+    thread.__dict__[_KERNEL_FRAME] = frame  # None if not found: not looked for again
 
-    def grab(frame, event, arg):
-        if event == "call" and frame.f_code is code:
-            thread.__dict__[_KERNEL_FRAME] = frame
-            sys.setprofile(previous)
 
-    grab.previous = previous
-    sys.setprofile(grab)
-    return grab
+def _track_kernel_frames(module) -> None:
+    """``threadIdx`` and ``laneid`` of the fake ``cuda`` module, which keep the kernel's
+    frame at a thread's first use (nearly every kernel asks one of them early)."""
+
+    def thread_idx(self):
+        thread = threading.current_thread()
+        if _KERNEL_FRAME not in thread.__dict__:
+            _keep_kernel_frame(thread, sys._getframe(1))
+        return thread.threadIdx
+
+    def laneid(self):
+        thread = threading.current_thread()
+        if _KERNEL_FRAME not in thread.__dict__:
+            _keep_kernel_frame(thread, sys._getframe(1))
+        return thread.thread_id % WARP_SIZE
+
+    module.threadIdx = property(thread_idx, doc=module.threadIdx.__doc__)
+    module.laneid = property(laneid, doc=module.laneid.__doc__)
 
 
 def install() -> None:
@@ -781,6 +790,7 @@ def install() -> None:
     if getattr(block_thread, _INSTALLED, False):
         return
     _track_threads(block_thread)
+    _track_kernel_frames(kernelapi.FakeCUDAModule)
     for name in INTRINSICS:
         setattr(kernelapi.FakeCUDAModule, name, getattr(_WarpIntrinsics, name))
     setattr(block_thread, _INSTALLED, True)
