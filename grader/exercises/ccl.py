@@ -145,6 +145,19 @@ def diagonals_image(shape) -> np.ndarray:
     return (((x + y) % 5 == 0) | ((x - y) % 7 == 0)).astype(np.uint8)
 
 
+def elbows_image(shape) -> np.ndarray:
+    """Three-pixel elbows (y - 1, x - 1), (y - 1, x), (y, x) at every y multiple of 8 and x
+    multiple of 16: (y, x) is the first pixel of a tile of the block labelling (16 x 8 pixels
+    in the simulator, 64 x 16 on a GPU), so its block links nowhere inside the tile and
+    needs a union with the blocks up-left and up, which touch each other."""
+    h, w = shape
+    img = np.zeros((h, w), np.uint8)
+    for y in range(8, h, 8):
+        for x in range(16, w, 16):
+            img[y - 1, x - 1] = img[y - 1, x] = img[y, x] = 1
+    return img
+
+
 def dot_image(shape) -> np.ndarray:
     """A single foreground pixel, off the centre."""
     h, w = shape
@@ -181,6 +194,8 @@ def make_image(rng: np.random.Generator, kind: str, shape) -> np.ndarray:
         return diagonals_image(shape)
     if kind == "dot":
         return dot_image(shape)
+    if kind == "elbows":
+        return elbows_image(shape)
     if kind == "empty":
         return np.zeros(shape, np.uint8)
     if kind == "full":
@@ -566,12 +581,18 @@ SIM_BLOCKS = [
     ("frame", (12, 13), 8), ("empty", (5, 7), 4), ("full", (7, 9), 8), ("full", (9, 34), 4),
     ("dot", (7, 7), 8), ("random 0.6", (1, 16), 4), ("random 0.6", (16, 1), 8),
     ("full", (1, 1), 4), ("full", (1, 1), 8), ("random 0.7", (1, 33), 8),
-    ("random 0.7", (2, 3), 8), *edge_images(TILE_PIXELS["sim"]),
+    ("random 0.7", (2, 3), 8), *_both("elbows", (17, 33)), *edge_images(TILE_PIXELS["sim"]),
 ]
 GPU_BLOCKS = [
-    *GPU_IMAGES, *_both("random 0.1", (1024, 1024)), *_both("random 0.9", (1023, 1025)),
-    *_both("staircase", (513, 1029)), *_both("diagonals", (700, 333)), ("dot", (99, 77), 8),
-    ("full", (2048, 2048), 4), ("full", (1, 1), 8), *edge_images(TILE_PIXELS["gpu"]),
+    ("random 0.1", (1024, 1024), 8), ("random 0.3", (1024, 1024), 4),
+    ("random 0.41", (1024, 1024), 8), ("random 0.5", (777, 1023), 4),
+    ("random 0.59", (2048, 2048), 4), ("random 0.59", (1001, 999), 8),
+    *_both("random 0.9", (1023, 1025)), *_both("staircase", (513, 1029)),
+    *_both("diagonals", (700, 333)), ("spiral", (255, 255), 4), ("maze", (300, 401), 8),
+    *_both("checker", (1000, 1001)), ("comb", (300, 301), 4), ("frame", (777, 555), 8),
+    ("empty", (100, 100), 4), ("full", (1024, 1024), 8), ("dot", (99, 77), 8),
+    ("random 0.6", (1, 100_000), 4), ("random 0.6", (100_000, 1), 8), ("full", (1, 1), 4),
+    ("full", (1, 1), 8), *_both("elbows", (100, 300)), *edge_images(TILE_PIXELS["gpu"]),
 ]
 # pure-Python exercises: the same moderate sizes in both modes
 CPU_IMAGES = [
@@ -1069,13 +1090,12 @@ def explain_block_links(forest, links, image, connectivity: int, tile=None) -> N
                            "but that neighbour does not touch it")
     comp = cb.components(forest, links, image.shape, connectivity)
     _explain_split(comp, px, touch, connectivity, w)
-    blobs_per_comp = {}
-    for k in np.flatnonzero(nonempty):
-        blobs_per_comp.setdefault(comp[k], set()).add(cell_blob[k])
-    for comp_id, blobs in blobs_per_comp.items():
-        if len(blobs) > 1:
-            k = np.flatnonzero(comp == comp_id)[0]
-            raise Mismatch(f"{_cell_text(k, cols, w)} ends up joined with a cell of another blob")
+    blob_of = np.zeros(max(int(comp.max(initial=-1)) + 1, 1), np.int64)
+    blob_of[comp[nonempty]] = cell_blob[nonempty]  # one of each component's blobs
+    joined = np.flatnonzero(nonempty & (blob_of[np.maximum(comp, 0)] != cell_blob))
+    if joined.size:
+        k = joined[0]
+        raise Mismatch(f"{_cell_text(k, cols, w)} ends up joined with a cell of another blob")
     if tile is not None:
         _explain_block_efficiency(forest, links, px, connectivity, tile, w)
 
