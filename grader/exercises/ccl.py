@@ -1403,6 +1403,10 @@ NO_METRIC_RULE = {
     "propagation": "the lesson's baseline, slow by design: its launches number the pixels of "
                    "the longest path through a blob, which the check counts; union-find is "
                    "what improves on it",
+    "uf_init": "the per-pixel stepping stone: the Goal fixes its output pixel by pixel (each "
+               "pixel's parent by the smallest-neighbour rule, each root by its chain), which "
+               "the check compares; what those chains cost the compress is section 7's subject, "
+               "measured by exercise 11's rule",
     "stats": "the lesson's baseline for exercise 10, seven global atomics per pixel by design: "
              "exercise 10's rule measures what per-block partials save",
     "block_label": "what its launches cost follows from exercise 11's links (the unions they "
