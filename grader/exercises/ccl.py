@@ -964,7 +964,6 @@ def _verify_stats_block(got, expected, inputs, mode):
 
 # --- exercises 11-12: block-based labelling ----------------------------------------------------
 
-DIRECTIONS = {8: tuple(cb.NEIGHBOURS), 4: ("UP", "LEFT")}
 GONE = -7  # what the outputs hold before the kernel writes them
 
 
