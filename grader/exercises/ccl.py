@@ -1357,9 +1357,9 @@ def _rule(metric, label, why, **bound):
 # walk is a global load, and links that leave the tile let walks cross the image.
 BLOCK_PROFILE = ((2048, 2048), 0.75, 8)
 GLOBAL_LOADS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
-BLOCK_INIT_BASIS = ("not yet measured on a GPU: bound from the compress's load requests "
-                    "counted per warp with workbook.ccl_blocks on the profile image, 2026-11-25 "
-                    "(links to S first 1.54x the reference, links leaving the tile 12.9x)")
+BLOCK_INIT_BASIS = ("NVIDIA H100 80GB HBM3, 2026-11-25: links to S first 1.60x the "
+                    "reference's load requests, links leaving the tile 14.1x (the model of "
+                    "workbook.ccl_blocks predicted 1.54x and 12.9x)")
 
 
 def _profile_block_init(ns):
