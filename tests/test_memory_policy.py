@@ -9,6 +9,7 @@ import sys
 import types
 
 import pytest
+from test_memory import FakeDriver
 
 import workbook
 from workbook import memory
@@ -17,23 +18,15 @@ from workbook.memory import BlockPool, empty_other_caches, max_free_bytes, torch
 MiB = 1 << 20
 
 
-class Driver:
-    """A stand-in for cuMemAlloc/cuMemFree with a fixed capacity."""
+class Driver(FakeDriver):
+    """test_memory's stand-in for cuMemAlloc/cuMemFree, remembering what was freed."""
 
     def __init__(self, capacity: int):
-        self.capacity, self.used, self.next, self.live = capacity, 0, 1, {}
+        super().__init__(capacity)
         self.freed: list[int] = []
 
-    def alloc(self, nbytes: int) -> int:
-        if self.used + nbytes > self.capacity:
-            raise MemoryError("out of memory")
-        handle, self.next = self.next, self.next + 1
-        self.live[handle] = nbytes
-        self.used += nbytes
-        return handle
-
     def free(self, handle: int) -> None:
-        self.used -= self.live.pop(handle)
+        super().free(handle)
         self.freed.append(handle)
 
 
