@@ -93,6 +93,12 @@ PROFILED = {
     # profiled: exercise 5's compress on this kernel's forest; the variants change this kernel
     "ccl.block_init": (lambda ns: ns["block_init_kernel"],
                        "void(uint8[::1], int32[::1], uint8[::1], int64, int64, int64)"),
+    "ccl.union_find": (lambda ns: ns["uf_merge_kernel"],
+                       "void(uint8[::1], int32[::1], int32[::1], int64, int64, int64)"),
+    "ccl.scan": (lambda ns: ns["block_scan_kernel"],
+                 "void(int32[::1], int32[::1], int32[::1], int64)"),
+    "ccl.compaction": (lambda ns: ns["relabel_kernel"],
+                       "void(int32[::1], int32[::1], int32[::1], int64)"),
 }
 
 

@@ -1378,6 +1378,51 @@ def _profile_block_init(ns):
                  cells)
 
 
+# Exercises 6-8, each graded on the launch that carries its point, on a GPU-sized input,
+# through the student's own host function (its launch configuration included). Their bounds
+# come from counts derived by hand or with a numpy model of the reference and the slow
+# variant on the profiled input, not yet from a GPU run.
+# Union-find: dense enough (as BLOCK_PROFILE) for the init's trees to hold hundreds of pixels.
+UF_PROFILE = ((2048, 2048), 0.75, 8)
+UF_BASIS = ("not yet measured on a GPU: a numpy count on UF_PROFILE's image gives the merge "
+            "that unions every connected pair 7.4x the reference's unions and 13x the unions "
+            "that reach the busiest root (84528 against 6502); per-pixel atomics on shared "
+            "addresses cost ccl.stats_block 22.8x the duration (H100, 2026-11-25)")
+SCAN_PROFILE = 1 << 24  # int32 flags: 64 MiB, a memory-bound pass on any GPU
+SCAN_BASIS = ("not yet measured on a GPU: by hand, one thread per block scanning its "
+              "SCAN_TILE = 4096 elements serially waits on about 4096 dependent loads per block "
+              "with 2 blocks per SM (about 1.8 ms for 2^24 elements on an H100), against one "
+              "memory-bound pass of 192 MiB (about 65 us)")
+COMPACTION_PROFILE = ((2048, 2048), 0.6, 8)
+GLOBAL_LOAD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+COMPACTION_BASIS = ("not yet measured on a GPU: a numpy count of the 32-byte sectors each "
+                    "warp's loads touch on COMPACTION_PROFILE's labels gives 658236 for the "
+                    "reference, 4328788 (6.58x) for 16 consecutive pixels per thread, the "
+                    "reference's count for the coalesced grid-stride and 4-per-thread forms")
+
+
+def _profile_union_find(ns):
+    shape, p, connectivity = UF_PROFILE
+    image = random_image(np.random.default_rng(0), shape, p)
+    for h, w in ((8, 8), shape):  # the first call compiles: the second merge is profiled
+        labels = L.cuda().device_array(h * w, np.int32)
+        ns["union_find_label"](_device_image(image[:h, :w]), labels, h, w, connectivity)
+
+
+def _profile_scan(ns):
+    x = _make_scan(np.random.default_rng(0), Case(SCAN_PROFILE, "flags"))["x"]
+    for size in (1, x.size):  # one tile compiles: the big array's first block scan is profiled
+        ns["exclusive_scan"](L.cuda().to_device(x[:size]), L.cuda().device_array(size, np.int32))
+
+
+def _profile_compaction(ns):
+    shape, p, connectivity = COMPACTION_PROFILE
+    roots = first_pixel_labels(random_image(np.random.default_rng(0), shape, p), connectivity)
+    for size in (8, roots.size):  # a root is its blob's first pixel: roots[:8] is valid input
+        ns["compact_labels"](L.cuda().to_device(roots[:size]),
+                             L.cuda().device_array(size, np.int32))
+
+
 METRICS = {
     "block_init": dict(
         rules=(MetricRule(GLOBAL_LOADS, "global load requests of the compress after your init",
@@ -1393,6 +1438,29 @@ METRICS = {
                      "1.44x on an H100, 2026-11-25; one atomic per pixel 22.8x)",
                      max_ratio=2.0),),
         profile=_profile_stats_block, kernels=("blob_stats_block_kernel",)),
+    "union_find": dict(
+        rules=(MetricRule(DURATION, "duration of the merge",
+                          "the merge skips a neighbour whose root is already the pixel's "
+                          "(on a dense image about 6 connected pairs in 7): a union for every "
+                          "pair walks to the tree's root with atomic loads, thousands of them "
+                          "on the same root's address, and atomics on one address serialise",
+                          tuned_on=UF_BASIS, max_ratio=2.0),),
+        profile=_profile_union_find, kernels=("uf_merge_kernel",)),
+    "scan": dict(
+        rules=(MetricRule(DURATION, "duration of the block scan",
+                          "every thread of a block scans its own elements and the warps "
+                          "combine their totals with shuffles, so the block streams its tile "
+                          "at the speed of memory; a tile scanned serially by one thread "
+                          "leaves the other threads of the block waiting",
+                          tuned_on=SCAN_BASIS, max_ratio=3.0),),
+        profile=_profile_scan, kernels=("block_scan_kernel",)),
+    "compaction": dict(
+        rules=(MetricRule(GLOBAL_LOAD_SECTORS, "global load sectors of the relabel",
+                          "consecutive threads relabel consecutive pixels, so a warp's 32 "
+                          "labels share four 32-byte sectors; a thread that relabels a run "
+                          "of consecutive pixels makes each load of its warp touch 32 sectors",
+                          tuned_on=COMPACTION_BASIS, max_ratio=2.0),),
+        profile=_profile_compaction, kernels=("relabel_kernel",)),
 }
 
 NO_METRIC_RULE = {
@@ -1408,6 +1476,9 @@ NO_METRIC_RULE = {
                "measured by exercise 11's rule",
     "stats": "the lesson's baseline for exercise 10, seven global atomics per pixel by design: "
              "exercise 10's rule measures what per-block partials save",
+    "gpu_runs": "stretch: the Goal's own design, one thread reading each row in turn, is "
+                "the uncoalesced form the text calls slow, so no plausible slower submission "
+                "is left for a rule against it to catch; the warp-per-row version is an aside",
     "block_label": "what its launches cost follows from exercise 11's links (the unions they "
                    "ask for, the roots of the init's forest that walk), which exercise 11 "
                    "checks and its rule measures; its own steps (unions from the compressed "
@@ -1806,3 +1877,154 @@ def init_block_8(image, forest, height, width, by, bx, first_col, first_row, las
 @cuda.jit(device=True)
 def reference_init_block_8("""),
 )
+
+
+# Exercises 6-8: the merge, the block scan and the relabel, each written slowly (SLOW_VARIANTS)
+# and differently (CORRECT_VARIANTS), as replacements of the solution cell's text.
+_MERGE_TEST = """                if j >= 0 and roots[j] != roots[i]:
+                    union(forest, roots[i], roots[j])"""
+_UNION_LOOP = """    while a != b:
+        if a < b:
+            a, b = b, a
+        old = cuda.atomic.min(forest, a, b)
+        if old == a:
+            return
+        a = old
+"""
+_SCAN_TOTALS = """    inclusive = warp_inclusive_scan(total, lane)
+    if lane == 31:
+        warp_totals[warp] = inclusive
+    cuda.syncthreads()
+    if warp == 0:
+        warp_total = warp_totals[lane] if lane < cuda.blockDim.x // 32 else 0
+        warp_totals[lane] = warp_inclusive_scan(warp_total, lane)
+    cuda.syncthreads()
+    running = inclusive - total
+    if warp > 0:
+        running += warp_totals[warp - 1]
+"""
+_SCAN_BODY = """    total = 0
+    for j in range(SCAN_ITEMS):
+        if base + j < n:
+            total += values[base + j]
+""" + _SCAN_TOTALS + """    for j in range(SCAN_ITEMS):
+        if base + j < n:
+            value = values[base + j]
+            out[base + j] = running
+            running += value
+    if t == cuda.blockDim.x - 1:
+        block_sums[cuda.blockIdx.x] = running
+"""
+
+
+def _relabel(indent: str) -> str:
+    """The reference's relabel of pixel i, indented by ``indent``."""
+    return (f"{indent}root = labels[i]\n"
+            f"{indent}out[i] = ranks[root] + 1 if root >= 0 else 0\n")
+
+
+def _compaction_cell(relabel_body: str, relabel_blocks: str) -> str:
+    """Exercise 8's cell with another relabel kernel, launched on ``relabel_blocks`` blocks."""
+    return '''
+@cuda.jit
+def flag_roots_kernel(labels, flags, n):
+    i = cuda.grid(1)
+    if i < n:
+        flags[i] = 1 if labels[i] == i else 0
+
+
+@cuda.jit
+def relabel_kernel(labels, ranks, out, n):
+''' + relabel_body + '''
+
+def compact_labels(d_labels, d_out):
+    n = d_labels.size
+    flags = cuda.device_array(n, np.int32)
+    ranks = cuda.device_array(n, np.int32)
+    flag_roots_kernel[grid_1d(n), THREADS](d_labels, flags, n)
+    exclusive_scan(flags, ranks)
+    relabel_kernel[''' + relabel_blocks + ''', THREADS](d_labels, ranks, d_out, n)
+    return int(ranks[n - 1]) + int(flags[n - 1])
+'''
+
+
+SLOW_VARIANTS.update({
+    "ccl.union_find": (
+        "a union for every connected neighbour, from the pixels, without the roots test",
+        _MERGE_TEST, """                if j >= 0:
+                    union(forest, i, j)"""),
+    "ccl.scan": ("the tile scanned serially by its block's first thread", _SCAN_BODY, """\
+    if t == 0:  # one thread scans the block's whole tile; the others have nothing to do
+        start = cuda.blockIdx.x * SCAN_TILE
+        running = 0
+        for i in range(start, min(start + SCAN_TILE, n)):
+            value = values[i]
+            out[i] = running
+            running += value
+        block_sums[cuda.blockIdx.x] = running
+"""),
+    "ccl.compaction": ("each thread relabels 16 consecutive pixels", None, _compaction_cell(
+        """    first = cuda.grid(1) * 16
+    for i in range(first, min(first + 16, n)):
+""" + _relabel(" " * 8), "(n + 16 * THREADS - 1) // (16 * THREADS)")),
+})
+
+CORRECT_VARIANTS.update({
+    "ccl.union_find": (
+        ("union by compare-and-swap: the larger root is linked only while it is a root",
+         _UNION_LOOP, """    while a != b:
+        if a < b:
+            a, b = b, a
+        old = cuda.atomic.cas(forest, a, a, b)
+        if old == a:
+            return
+        a = find_root_atomic(forest, old)  # a was linked meanwhile: start again from roots
+        b = find_root_atomic(forest, b)
+"""),
+        ("the pixel's root read once, the four back neighbours listed by index",
+         """    for dy in range(-1, 1):
+        for dx in range(-1, 2):
+            if dy < 0 or dx < 0:
+                j = neighbour(image, y, x, dy, dx, height, width, connectivity)
+""" + _MERGE_TEST, """    mine = roots[i]
+    for k in range(4):  # left, up-left, up, up-right
+        dy = 0 if k == 0 else -1
+        dx = -1 if k == 0 else k - 2
+        j = neighbour(image, y, x, dy, dx, height, width, connectivity)
+        if j >= 0:
+            theirs = roots[j]
+            if theirs != mine:
+                union(forest, mine, theirs)"""),
+    ),
+    "ccl.scan": (
+        ("eight elements per thread", "SCAN_ITEMS = 4", "SCAN_ITEMS = 8"),
+        ("the thread totals scanned in shared memory (Hillis-Steele with barriers), no shuffles",
+         _SCAN_TOTALS, """\
+    sums = cuda.shared.array((2, SCAN_THREADS), int32)  # two buffers: read one, write the other
+    sums[0, t] = total
+    cuda.syncthreads()
+    src = 0
+    offset = 1
+    while offset < SCAN_THREADS:
+        value = sums[src, t]
+        if t >= offset:
+            value += sums[src, t - offset]
+        sums[1 - src, t] = value
+        src = 1 - src
+        offset *= 2
+        cuda.syncthreads()
+    running = sums[src, t] - total
+"""),
+    ),
+    "ccl.compaction": (
+        ("a grid-stride loop over 256 blocks", None, _compaction_cell(
+            """    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+""" + _relabel(" " * 8), "256")),
+        ("four pixels per thread, a block's threads side by side in each quarter", None,
+         _compaction_cell("""    base = cuda.blockIdx.x * 4 * cuda.blockDim.x + cuda.threadIdx.x
+    for k in range(4):
+        i = base + k * cuda.blockDim.x
+        if i < n:
+""" + _relabel(" " * 12), "(n + 4 * THREADS - 1) // (4 * THREADS)")),
+    ),
+})
