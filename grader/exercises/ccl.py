@@ -1389,10 +1389,11 @@ UF_BASIS = ("not yet measured on a GPU: a numpy count on UF_PROFILE's image give
             "that reach the busiest root (84528 against 6502); per-pixel atomics on shared "
             "addresses cost ccl.stats_block 22.8x the duration (H100, 2026-11-25)")
 SCAN_PROFILE = 1 << 24  # int32 flags: 64 MiB, a memory-bound pass on any GPU
-SCAN_BASIS = ("not yet measured on a GPU: by hand, one thread per block scanning its "
-              "SCAN_TILE = 4096 elements serially waits on about 4096 dependent loads per block "
-              "with 2 blocks per SM (about 1.8 ms for 2^24 elements on an H100), against one "
-              "memory-bound pass of 192 MiB (about 65 us)")
+SCAN_BASIS = ("not yet measured on a GPU: by hand, one thread scanning its block's "
+              "SCAN_TILE = 4096 elements waits on 128 line misses and 1024 groups of 4 loads "
+              "(the compiler unrolls by 4), about 100k cycles, with 2 blocks of 1024 threads "
+              "per SM: about 1 ms for 2^24 elements on an H100, against one memory-bound pass "
+              "of 128-192 MiB (45-65 us)")
 COMPACTION_PROFILE = ((2048, 2048), 0.6, 8)
 GLOBAL_LOAD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 COMPACTION_BASIS = ("not yet measured on a GPU: a numpy count of the 32-byte sectors each "
