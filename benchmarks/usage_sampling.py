@@ -88,6 +88,9 @@ class ProcessSampler:
         self._thread = threading.Thread(target=self._loop, name="process-sampler", daemon=True)
 
     def __enter__(self) -> ProcessSampler:
+        # descendants that were running before (a compile worker, another job's processes)
+        # do not work for what is measured
+        self.ignore = set(self.ignore) | {p.pid for p in self.root.children(recursive=True)}
         self._thread.start()
         return self
 
@@ -109,7 +112,8 @@ class ProcessSampler:
                     key = (proc.pid, proc.create_time())
                     times = proc.cpu_times()
                     rss = proc.memory_info().rss
-                record = self.seen.setdefault(key, {"phase": "other", "cpu": 0.0, "rss": 0})
+                record = self.seen.setdefault(key, {"phase": "other", "cpu": 0.0, "rss": 0,
+                                                    "name": "?"})
                 # read again each time: a process seen between fork and exec shows its parent's
                 # command line until the exec (the pid and start time stay); a zombie shows
                 # none. A grading phase outranks "worker", which outranks "other".

@@ -60,6 +60,23 @@ exec -a compute-sanitizer /bin/bash -c '"$0" -c "$1"; exit $?' {sys.executable} 
     assert 0.8 * spent <= sampled <= spent + 0.01  # the exact total bounds the samples
 
 
+def test_processes_running_before_the_sampler_are_left_out():
+    """A descendant already running when sampling starts (a compile worker, another test's
+    child) works for something else."""
+    earlier = subprocess.Popen([sys.executable, "-c", BURN.format(seconds=1.0)])
+    try:
+        time.sleep(0.2)
+        with ProcessSampler("gpu", interval=0.05) as sampler:
+            later = subprocess.Popen([sys.executable, "-c",
+                                      BURN.format(seconds=0.3) + "  # grader.runner"],
+                                     env=dict(os.environ, WORKBOOK_MODE="gpu"))
+            assert later.wait(timeout=60) == 0
+            time.sleep(0.1)
+        assert set(sampler.by_phase()) == {"check"}, sampler.by_phase()
+    finally:
+        earlier.wait(timeout=60)
+
+
 def test_gpu_readings_from_nvidia_smi(tmp_path, monkeypatch):
     """nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits
     prints one line per GPU ("0, 37, 1234"); with -lms it repeats them."""

@@ -86,7 +86,8 @@ def test_reader_matches_the_values_recorded_in_the_same_run(report):
 # ncu's own reading of each report, captured on the GPU machine that recorded it
 # (``ncu --import REPORT --page raw --csv``, Nsight Compute 2025.3.1, NVIDIA H100, 2026-11-25):
 # the header row, the units row, then one row per profiled launch.
-CSV_SCALE = {"": 1.0, "inst": 1.0, "%": 1.0, "ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+CSV_SCALE = {"": 1.0, "inst": 1.0, "sector": 1.0, "request": 1.0, "byte": 1.0, "cycle": 1.0,
+             "%": 1.0, "ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 CAPTURED = [p for p in REPORTS if p.with_suffix(".csv").exists()]
 
 
