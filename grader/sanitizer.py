@@ -25,13 +25,14 @@ import shutil
 import sys
 from pathlib import Path
 
+from grader.exercise import SANITIZED_MAX_SIZE
 from grader.results import FAILED, PASSED
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
 TOOLS_ENV = "WORKBOOK_GPU_SANITIZERS"
 SWITCH_ENV = "WORKBOOK_SANITIZE"  # shared with the simulator's sanitizer
 FALLBACK_PATHS = ("/usr/local/cuda/bin/compute-sanitizer",)
-MAX_SIZE = 1 << 16  # the largest test case run under a tool
+MAX_SIZE = SANITIZED_MAX_SIZE  # the largest test case run under a tool
 ERROR_EXITCODE = 99
 
 WHAT = {

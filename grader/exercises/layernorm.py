@@ -33,7 +33,7 @@ from functools import cache
 import numpy as np
 
 from grader import launch as L
-from grader.exercise import Case, Exercise, Mismatch, with_metric_rules
+from grader.exercise import SANITIZED_MAX_SIZE, Case, Exercise, Mismatch, with_metric_rules
 from grader.metric_rules import MetricRule
 from workbook.welford import layer_norm_reference
 
@@ -912,12 +912,10 @@ def _reference_dispatch(inputs):
 # --- the catalogue ------------------------------------------------------------------------------
 
 def exact_size(cases) -> tuple[NormCase, ...]:
-    """The cases compute-sanitizer runs (those of at most ``MAX_SIZE`` elements), in buffers
+    """The cases compute-sanitizer runs (at most ``SANITIZED_MAX_SIZE`` elements), in buffers
     of exactly the data's size: memcheck then reports a read or write past the last row's
     end, which the padding of the checks would hide from it."""
-    from grader.sanitizer import MAX_SIZE
-
-    return tuple(replace(c, exact=True) for c in cases if c.size * c.rows <= MAX_SIZE)
+    return tuple(replace(c, exact=True) for c in cases if c.size * c.rows <= SANITIZED_MAX_SIZE)
 
 
 def _exercise(id_, title, entry, run, verify, cases, make=make_layer_norm,

@@ -49,7 +49,7 @@ from functools import cache
 import numpy as np
 
 from grader import launch as L
-from grader.exercise import Case, Exercise, Mismatch, with_metric_rules
+from grader.exercise import SANITIZED_MAX_SIZE, Case, Exercise, Mismatch, with_metric_rules
 from grader.metric_rules import MetricRule
 
 LESSON = "03_softmax"
@@ -600,12 +600,10 @@ def _reusing(cases, known) -> tuple[Shape, ...]:
 
 
 def exact_size(cases) -> tuple[Shape, ...]:
-    """The cases compute-sanitizer runs (those of at most ``MAX_SIZE`` elements), in buffers
+    """The cases compute-sanitizer runs (at most ``SANITIZED_MAX_SIZE`` elements), in buffers
     of exactly the data's size: memcheck then reports a read or write past the last row's
     end, which the guard rows and padding of the checks would hide from it."""
-    from grader.sanitizer import MAX_SIZE
-
-    return tuple(replace(c, exact=True) for c in cases if c.size <= MAX_SIZE)
+    return tuple(replace(c, exact=True) for c in cases if c.size <= SANITIZED_MAX_SIZE)
 
 
 # On a GPU: the boundary shapes of its launches whose kernels the cases compile anyway (the

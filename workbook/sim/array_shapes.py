@@ -20,6 +20,7 @@ import linecache
 import sys
 
 from workbook.sim import sanitizer
+from workbook.sim.parsing import parse
 
 
 class ArrayShapeError(TypeError):
@@ -62,7 +63,7 @@ def _call_source(frame) -> str | None:
 def _problem(frame, kind: str) -> str | None:
     source = _call_source(frame)
     try:
-        call = ast.parse(source.strip(), mode="eval").body if source else None
+        call = parse(source.strip(), mode="eval").body if source else None
     except SyntaxError:
         return None
     if not isinstance(call, ast.Call):

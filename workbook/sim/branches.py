@@ -7,6 +7,8 @@ import ast
 import linecache
 from functools import cache
 
+from workbook.sim.parsing import parse
+
 
 def enclosing_if(filename: str, line: int) -> tuple[int, str] | None:
     """The innermost ``if`` (or ``elif``/``else``) whose body holds ``line``: its first line's
@@ -23,7 +25,7 @@ def enclosing_if(filename: str, line: int) -> tuple[int, str] | None:
 def _branches(filename: str, source: str) -> tuple[tuple[int, int, int], ...]:
     """``(if line, first body line, last line)`` of every ``if`` statement in ``source``."""
     try:
-        tree = ast.parse(source, filename)
+        tree = parse(source, filename)
     except (SyntaxError, ValueError):
         return ()
     return tuple((node.lineno, node.body[0].lineno, node.end_lineno)
