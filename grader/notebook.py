@@ -15,6 +15,7 @@ The notebook's own metadata names the lesson: ``metadata.workbook.lesson``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,11 +60,32 @@ class LessonNotebook:
                 (c.role == "exercise" and c.exercise_id in upto)]
 
 
+CELL_KEYS = {"schema_version", "role", "exercise_id"}
+EXERCISE_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
+
+
 def cell_marker(cell) -> dict | None:
-    """The cell's ``workbook`` metadata, validated, or None for an ordinary cell."""
+    """The cell's ``workbook`` metadata, validated against the schema (version
+    :data:`SCHEMA_VERSION`), or None for an ordinary cell."""
     meta = cell.get("metadata", {}).get("workbook")
     if meta is None:
         return None
+    if not isinstance(meta, dict):
+        raise NotebookError(f"cell's workbook metadata is {type(meta).__name__}, not a mapping")
+    version = meta.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise NotebookError(
+            f"cell has workbook schema_version {version!r}; this grader reads version "
+            f"{SCHEMA_VERSION} (a notebook from another release of the workbook?)")
+    unknown = sorted(set(meta) - CELL_KEYS)
+    if unknown:
+        raise NotebookError(f"cell's workbook metadata has unknown keys {unknown}; "
+                            f"expected {sorted(CELL_KEYS)}")
+    exercise_id = meta.get("exercise_id")
+    if exercise_id is not None and not (isinstance(exercise_id, str)
+                                        and EXERCISE_ID.match(exercise_id)):
+        raise NotebookError(f"cell has exercise_id {exercise_id!r}; expected LESSON.NAME "
+                            "in lower case, e.g. 'reduction.simple'")
     role = meta.get("role")
     if role not in ROLES:
         raise NotebookError(f"cell has workbook role {role!r}; expected one of {ROLES}")

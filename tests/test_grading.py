@@ -300,3 +300,25 @@ def test_a_notebook_check_shows_which_case_runs():
     with CheckProgress(exercise.id, workbook.MODE, out=quiet) as shown:
         shown.case(1, 1, cases[0])
     assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize("marker,problem", [
+    ({"role": "exercise", "exercise_id": "reduction.simple"}, "schema_version None"),
+    ({"schema_version": 2, "role": "exercise", "exercise_id": "reduction.simple"},
+     "schema_version 2; this grader reads version 1"),
+    ({"schema_version": 1, "role": "exercise", "exercise_id": "reduction.simple",
+      "points": 3}, r"unknown keys \['points'\]"),
+    ({"schema_version": 1, "role": "exercise", "exercise_id": "Reduction Simple"},
+     "expected LESSON.NAME"),
+    ({"schema_version": 1, "role": "grade", "exercise_id": "reduction.simple"},
+     "workbook role 'grade'"),
+    ({"schema_version": 1, "role": "exercise"}, "needs an exercise_id"),
+])
+def test_cell_metadata_is_checked_against_its_schema(tmp_path, marker, problem):
+    nb = nbformat.v4.new_notebook(metadata={"workbook": {"lesson": "02_reduction"}})
+    cell = nbformat.v4.new_code_cell("x = 1")
+    cell.metadata["workbook"] = marker
+    nb.cells.append(cell)
+    nbformat.write(nb, tmp_path / "n.ipynb")
+    with pytest.raises(NotebookError, match=problem):
+        load(tmp_path / "n.ipynb")
