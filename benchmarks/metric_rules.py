@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib
 import json
 import os
 import shutil
@@ -179,20 +178,15 @@ def validate_lesson(lesson: str, out: Path, only: set[str] = frozenset()) -> lis
     device, today = device_name(), datetime.date.today().isoformat()
 
     exercises = catalogue.LESSONS[lesson]
-    # exercise ids are "<module>.<name>": the module beside the exercises holds the variants
-    module = importlib.import_module(f"grader.exercises.{exercises[0].id.split('.')[0]}")
-    slow_variants = getattr(module, "SLOW_VARIANTS", {})
-    correct_variants = getattr(module, "CORRECT_VARIANTS", {})
     records, problems = [], []
     for ex in (e for e in exercises if e.metric_rules and (not only or e.id in only)):
-        slow = slow_variants.get(ex.id)
+        slow, correct = catalogue.slow_variant(ex.id), catalogue.correct_variants(ex.id)
         if slow is None:
             problems.append(f"{ex.id}: no slow variant declared")
             continue
-        if len(correct_variants.get(ex.id, ())) < 2:
+        if len(correct) < 2:
             problems.append(f"{ex.id}: fewer than two correct variants declared")
-        record, found = validate_exercise(ex, slow, correct_variants.get(ex.id, ()),
-                                          out / "ncu")
+        record, found = validate_exercise(ex, slow, correct, out / "ncu")
         records.append({**record, "device": device, "date": today})
         problems += found
     path = out / f"metric_rules-{lesson}.json"

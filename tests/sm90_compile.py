@@ -13,7 +13,6 @@ process (the compiler comes from :mod:`grader.gpu_compile.target`, which the gra
 compile step uses too). Prints a line per kernel; exit code 1 if one does not compile.
 """
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -105,14 +104,16 @@ PROFILED = {
 def variant_kernels() -> bool:
     from solution_cells import namespace_with, namespace_with_variant
 
-    from grader.exercises import get
+    from grader.exercises import correct_variants, get, slow_variant
 
     ok = True
     for exercise_id, (make, signature) in PROFILED.items():
         lesson = get(exercise_id).lesson
-        module = importlib.import_module(f"grader.exercises.{exercise_id.split('.')[0]}")
-        variants = [("solution", None), ("slow", module.SLOW_VARIANTS[exercise_id]),
-                    *(("correct", v) for v in module.CORRECT_VARIANTS.get(exercise_id, ()))]
+        slow = slow_variant(exercise_id)
+        if slow is None:
+            raise KeyError(f"{exercise_id} is profiled but declares no slow variant")
+        variants = [("solution", None), ("slow", slow),
+                    *(("correct", v) for v in correct_variants(exercise_id))]
         for group, variant in variants:
             ns = (namespace_with(lesson, exercise_id) if variant is None
                   else namespace_with_variant(lesson, exercise_id, variant))

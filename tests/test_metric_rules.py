@@ -8,7 +8,6 @@ and date of each exercise's run) beside the Nsight Compute reports it wrote, of 
 runs: they guard the rules against regressions, they are not themselves the evidence.
 """
 
-import importlib
 import json
 import os
 from pathlib import Path
@@ -16,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from grader import ncu
-from grader.exercises import LESSONS, get
+from grader.exercises import LESSONS, correct_variants, get, slow_variant
+from grader.exercises import reduction as reduction_exercises
 from grader.metric_rules import MetricRule, format_outcome, separation
 from grader.profiling import apply_metric_rules, assess
 from grader.results import ExerciseResult
@@ -43,12 +43,11 @@ REPORTS = sorted(FIXTURES.glob("*.ncu-rep"))
 
 
 def declared(exercise_id: str, kind: str) -> list[tuple]:
-    """The exercise's ``SLOW_VARIANTS`` (one) or ``CORRECT_VARIANTS`` (several) today."""
-    module = importlib.import_module(f"grader.exercises.{exercise_id.split('.')[0]}")
+    """The exercise's slow variant (one) or correct variants (several) as declared today."""
     if kind == "slow":
-        slow = getattr(module, "SLOW_VARIANTS", {}).get(exercise_id)
+        slow = slow_variant(exercise_id)
         return [slow] if slow else []
-    return list(getattr(module, "CORRECT_VARIANTS", {}).get(exercise_id, ()))
+    return list(correct_variants(exercise_id))
 
 
 def test_fixtures_exist():
@@ -180,7 +179,8 @@ def test_regression_guard_todays_bounds_on_the_recorded_correct_variants(exercis
 
 
 def headroom_of(exercise_id: str) -> list[tuple[str, float]]:
-    """Per ratio bound: how far it clears the worst correct run recorded (solution included)."""
+    """Per ratio bound: how far it clears the worst correct run recorded (solution included),
+    as ``grader.metric_rules.separation`` measures it against the recorded slow variant."""
     record = RECORDED[exercise_id]
     slow = {v[0] for v in declared(exercise_id, "slow")}
     runs = [record["solution"], *(r for r in record.get("correct_variants", [])
@@ -189,12 +189,10 @@ def headroom_of(exercise_id: str) -> list[tuple[str, float]]:
     for rule in get(exercise_id).metric_rules:
         ratios = [r["student"][rule.metric] / r["reference"][rule.metric] for r in runs
                   if r["reference"].get(rule.metric)]
-        if not ratios:
-            continue
-        if rule.max_ratio is not None:
-            found.append((f"{rule.label} <= {rule.max_ratio}", rule.max_ratio / max(ratios)))
-        if rule.min_ratio is not None:
-            found.append((f"{rule.label} >= {rule.min_ratio}", min(ratios) / rule.min_ratio))
+        slow_ratio = (record["slow"]["student"][rule.metric]
+                      / (record["slow"]["reference"][rule.metric] or float("nan")))
+        found += [(f"{e['label']} {e['bound']}", e["headroom"])
+                  for e in (separation(rule, ratios, slow_ratio) if ratios else [])]
     return found
 
 
@@ -249,8 +247,7 @@ def test_benchmark_validates_both_groups_and_writes_the_table(tmp_path, monkeypa
     record = json.loads((tmp_path / "metric_rules-02_reduction.json").read_text())
     (result,) = record["exercises"]
     assert [r["description"] for r in result["correct_variants"]] == [
-        v[0] for v in bench.importlib.import_module("grader.exercises.reduction")
-        .CORRECT_VARIANTS[exercise.id]]
+        v[0] for v in reduction_exercises.CORRECT_VARIANTS[exercise.id]]
     assert result["slow"]["rules"][0]["status"] == "failed"
     table = (tmp_path / "metric_rules-02_reduction.md").read_text()
     assert "| reduction.shuffle | duration |" in table and "| 2.03 |" in table

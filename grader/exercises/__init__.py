@@ -30,6 +30,25 @@ def get(exercise_id: str) -> Exercise:
         raise UnknownExercise(f"unknown exercise {exercise_id!r}; known: {known}") from None
 
 
+# The module that declares an exercise is the first part of its id ("reduction.shuffle").
+_MODULES = {module.__name__.rsplit(".", 1)[1]: module
+            for module in (ccl, layernorm, ldmatrix, reduction, softmax)}
+
+
+def slow_variant(exercise_id: str) -> tuple | None:
+    """The exercise's slow-but-correct submission ``(description, old text, new text)``
+    (``SLOW_VARIANTS`` beside its declaration), or None."""
+    module = _MODULES[exercise_id.split(".")[0]]
+    return getattr(module, "SLOW_VARIANTS", {}).get(exercise_id)
+
+
+def correct_variants(exercise_id: str) -> tuple:
+    """The exercise's correct submissions written differently from the reference
+    (``CORRECT_VARIANTS`` beside its declaration)."""
+    module = _MODULES[exercise_id.split(".")[0]]
+    return tuple(getattr(module, "CORRECT_VARIANTS", {}).get(exercise_id, ()))
+
+
 def all_ids() -> list[str]:
     return list(_BY_ID)
 
