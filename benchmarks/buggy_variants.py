@@ -2,20 +2,19 @@
 
     python benchmarks/buggy_variants.py OUT_DIR [--mode gpu] [--jobs 4] [--sim-only-marked]
 
-The tests' ``BUGGY`` lists (tests/test_<lesson>_exercises.py) plant bugs in the solution
-notebooks; the tests check that the exercise's own tests reject them in the mode the
-suite runs in. This script grades each planted bug as a student's notebook, with every
-phase ``grader check`` runs in that mode (in gpu mode: the check on the GPU,
-compute-sanitizer, the simulator pass; metric rules are skipped), and records which
-phase rejected it. Writes OUT_DIR/buggy_variants.json and a markdown table; exit code 1
-if a variant passed.
+The buggy variants of the corpus (grader/exercises/<lesson>/variants/*.toml) plant bugs in
+the solution notebooks; tests/test_<lesson>_exercises.py checks that the exercise's own
+tests reject them in the mode the suite runs in. This script grades each planted bug as a
+student's notebook, with every phase ``grader check`` runs in that mode (in gpu mode: the
+check on the GPU, compute-sanitizer, the simulator pass; metric rules are skipped), and
+records which phase rejected it. Writes OUT_DIR/buggy_variants.json and a markdown table;
+exit code 1 if a variant passed.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import importlib
 import json
 import sys
 import tempfile
@@ -25,52 +24,30 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
 
-LESSON_TESTS = {"01_ldmatrix": "test_ldmatrix_exercises", "02_reduction":
-                "test_reduction_exercises", "03_softmax": "test_softmax_exercises",
-                "04_layernorm": "test_layernorm_exercises", "05_ccl": "test_ccl_exercises"}
 PHASES = ("memcheck", "racecheck", "synccheck")
 
 
 def variants(sim_only_marked: bool) -> list[dict]:
-    """Every BUGGY entry: lesson, exercise id, description, old and new text, marks."""
-    found = []
-    for lesson, module_name in LESSON_TESTS.items():
-        module = importlib.import_module(module_name)
-        for entry in module.BUGGY:
-            values = entry.values if hasattr(entry, "values") else entry
-            marks = [m.name for m in getattr(entry, "marks", ())]
-            if sim_only_marked and "sim_only" not in marks:
-                continue
-            short, bug, old, new = values[:4]
-            found.append({"lesson": lesson, "exercise": _exercise_id(lesson, short),
-                          "bug": bug, "old": old, "new": new, "marks": marks})
-    return found
+    """Every buggy variant of the corpus (grader.exercises.corpus): lesson, exercise id,
+    description, the variant itself, and ``sim_only`` as a mark."""
+    from grader.exercises import LESSONS, buggy_variants
 
-
-def _exercise_id(lesson: str, short: str) -> str:
-    from grader.exercises import LESSONS
-
-    (match,) = [e.id for e in LESSONS[lesson] if e.id.split(".", 1)[1] == short]
-    return match
+    return [{"lesson": lesson, "exercise": ex.id, "bug": v.description, "variant": v,
+             "marks": ["sim_only"] if v.sim_only else []}
+            for lesson, exercises in LESSONS.items() for ex in exercises
+            for v in buggy_variants(ex.id) if v.sim_only or not sim_only_marked]
 
 
 def planted_notebook(variant: dict, folder: Path) -> Path:
     """The solution notebook with the bug planted in the exercise's cell."""
     source = next((ROOT / "solutions" / variant["lesson"]).glob("*.ipynb"))
     nb = nbformat.read(source, as_version=4)
-    planted = 0
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("workbook", {})
-        if meta.get("role") == "exercise" and meta.get("exercise_id") == variant["exercise"]:
-            if variant["old"] is None:
-                cell.source, planted = variant["new"], 1
-            elif variant["old"] in cell.source:
-                cell.source = cell.source.replace(variant["old"], variant["new"], 1)
-                planted += 1
-    if planted != 1:
-        raise ValueError(f"{variant['exercise']}: {variant['bug']!r} does not apply once")
+    (cell,) = [c for c in nb.cells if c.get("metadata", {}).get("workbook", {}).get(
+        "exercise_id") == variant["exercise"] and c.metadata["workbook"].get("role") ==
+        "exercise"]
+    cell.source = variant["variant"].apply(cell.source)
     path = folder / f"{variant['exercise']}-{abs(hash(variant['bug']))}.ipynb"
     nbformat.write(nb, path)
     return path

@@ -40,17 +40,12 @@ from workbook.mode import select_mode  # noqa: E402
 
 
 def variant_cells(exercise, variant) -> list[dict]:
-    """The reference cells with the exercise's cell changed by ``(description, old, new)``:
-    ``old`` replaced by ``new``, or with no ``old`` the whole cell replaced by ``new``."""
-    _, old, new = variant
+    """The reference cells with the variant (:mod:`grader.exercises.corpus`) written into
+    the exercise's cell."""
     cells = reference_cells(exercise)
     for cell in cells:
         if cell["exercise_id"] == exercise.id:
-            if old is None:
-                cell["source"] = new
-            else:
-                assert cell["source"].count(old) == 1, (exercise.id, old)
-                cell["source"] = cell["source"].replace(old, new)
+            cell["source"] = variant.apply(cell["source"])
     return cells
 
 
@@ -98,9 +93,9 @@ def validate_exercise(ex, slow, correct_variants, reports: Path) -> tuple[dict, 
         if isinstance(reference, str):
             return {"exercise": ex.id, "problem": reference}, [f"{ex.id}: reference {reference}"]
         groups = {"solution": ("the reference solution", reference_cells(ex), True)}
-        groups["slow"] = (slow[0], variant_cells(ex, slow), False)
+        groups["slow"] = (slow.description, variant_cells(ex, slow), False)
         for number, variant in enumerate(correct_variants, 1):
-            groups[f"correct-{number}"] = (variant[0], variant_cells(ex, variant), True)
+            groups[f"correct-{number}"] = (variant.description, variant_cells(ex, variant), True)
         runs = {}
         verdicts = grade_all(ex, {label: cells for label, (_, cells, _) in groups.items()
                                   if label != "solution"})
@@ -130,7 +125,7 @@ def validate_exercise(ex, slow, correct_variants, reports: Path) -> tuple[dict, 
         for label in ("solution", "reference", "slow"):
             if (work / f"{label}.ncu-rep").exists():
                 shutil.copy(work / f"{label}.ncu-rep", reports / f"{ex.id}-{label}.ncu-rep")
-    record = {"exercise": ex.id, "slow_variant": slow[0],
+    record = {"exercise": ex.id, "slow_variant": slow.description,
               "slow_variant_correct": runs["slow"]["correct"],
               "solution": runs["solution"], "slow": runs["slow"],
               "correct_variants": [runs[k] for k in runs if k.startswith("correct-")]}

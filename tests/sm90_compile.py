@@ -116,8 +116,8 @@ def variant_kernels() -> bool:
                     *(("correct", v) for v in correct_variants(exercise_id))]
         for group, variant in variants:
             ns = (namespace_with(lesson, exercise_id) if variant is None
-                  else namespace_with_variant(lesson, exercise_id, variant))
-            label = f"{exercise_id} {group}" + (f" ({variant[0]})" if variant else "")
+                  else namespace_with_variant(lesson, variant))
+            label = f"{exercise_id} {group}" + (f" ({variant.description})" if variant else "")
             ok &= compile_kernel(label, make(ns), signature)
     return ok
 

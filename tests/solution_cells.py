@@ -36,12 +36,26 @@ def exercise_cell(lesson: str, exercise_id: str) -> str:
                 if c.role == "exercise" and c.exercise_id == exercise_id)
 
 
-def namespace_with_variant(lesson: str, exercise_id: str, variant: tuple) -> dict:
-    """:func:`namespace_with` for a metric rules' slow variant ``(description, old, new)``,
-    applied as ``benchmarks/metric_rules.py`` applies it on a GPU: with no ``old`` text,
-    ``new`` replaces the whole exercise cell."""
-    _, old, new = variant
-    return namespace_with(lesson, exercise_id, old or exercise_cell(lesson, exercise_id), new)
+def namespace_with_variant(lesson: str, variant) -> dict:
+    """:func:`namespace_with` for a variant of the corpus (:mod:`grader.exercises.corpus`),
+    written into the exercise cell as ``benchmarks/metric_rules.py`` writes it on a GPU."""
+    cell = exercise_cell(lesson, variant.exercise_id)
+    return namespace_with(lesson, variant.exercise_id, cell, variant.apply(cell))
+
+
+def buggy_params(exercises) -> list:
+    """Every buggy variant of ``exercises`` as a pytest parameter (``sim_only`` ones marked)."""
+    import pytest
+
+    from grader.exercises import buggy_variants
+
+    return [pytest.param(v, id=v.short_id, marks=[pytest.mark.sim_only] if v.sim_only else [])
+            for ex in exercises for v in buggy_variants(ex.id)]
+
+
+def assert_variant_rejected(result, variant, mode: str) -> None:
+    """``result`` rejects the buggy ``variant`` with the status and diagnosis it expects."""
+    assert_rejected(result, variant.description, variant.expected(mode), mode)
 
 
 def bug_id(case) -> str:

@@ -3,7 +3,6 @@ solution (``CORRECT_VARIANTS`` beside each lesson's ``SLOW_VARIANTS``), which th
 must let pass on a GPU (benchmarks/metric_rules.py profiles them). Here: every exercise
 with metric rules has several, and each is graded correct on its output."""
 
-import importlib
 import warnings
 
 import pytest
@@ -14,40 +13,33 @@ from grader.exercise import check_exercise
 from grader.exercises import LESSONS, correct_variants
 from grader.exercises import get as get_exercise
 
-
-def _module(lesson: str):
-    return importlib.import_module(f"grader.exercises.{LESSONS[lesson][0].id.split('.')[0]}")
-
-
-VARIANTS = [(lesson, exercise, variant)
-            for lesson in LESSONS
-            for exercise, variants in getattr(_module(lesson), "CORRECT_VARIANTS", {}).items()
-            for variant in variants]
+VARIANTS = [(lesson, variant) for lesson, exercises in LESSONS.items()
+            for exercise in exercises for variant in correct_variants(exercise.id)]
 
 
 def _id(case) -> str:
-    _, exercise, (description, _, _) = case
-    return f"{exercise}-{description.split(':')[0].split(' (')[0].replace(' ', '_')[:48]}"
+    _, variant = case
+    name = variant.exercise_id.split(".", 1)[1]
+    return f"{name}-{variant.description.split(':')[0].split(' (')[0].replace(' ', '_')[:48]}"
 
 
 def test_every_exercise_with_metric_rules_has_several_correct_variants():
-    for lesson, exercises in LESSONS.items():
-        module = _module(lesson)
-        correct = getattr(module, "CORRECT_VARIANTS", {})
+    for exercises in LESSONS.values():
         for exercise in exercises:
+            found = correct_variants(exercise.id)
             if exercise.metric_rules:
-                assert len(correct.get(exercise.id, ())) >= 2, exercise.id
-        unknown = set(correct) - {e.id for e in exercises if e.metric_rules}
-        assert not unknown, f"correct variants of exercises without metric rules: {unknown}"
+                assert len(found) >= 2, exercise.id
+            else:
+                assert not found, f"correct variants of {exercise.id}, which has no metric rule"
 
 
-@pytest.mark.parametrize("lesson,exercise,variant", VARIANTS, ids=[_id(v) for v in VARIANTS])
-def test_correct_variant_is_graded_correct(lesson, exercise, variant):
-    ns = namespace_with_variant(lesson, exercise, variant)
+@pytest.mark.parametrize("lesson,variant", VARIANTS, ids=[_id(v) for v in VARIANTS])
+def test_correct_variant_is_graded_correct(lesson, variant):
+    ns = namespace_with_variant(lesson, variant)
     with warnings.catch_warnings():  # a GPU divides by zero silently; so does the grader
         warnings.simplefilter("ignore", RuntimeWarning)
-        result = check_exercise(get_exercise(exercise), ns, workbook.MODE)
-    assert result.passed, f"{variant[0]}: {result.summary()}"
+        result = check_exercise(get_exercise(variant.exercise_id), ns, workbook.MODE)
+    assert result.passed, f"{variant.description}: {result.summary()}"
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import workbook
-from grader.exercises.reduction import SLOW_VARIANTS
+from grader.exercises import slow_variant
 from grader.grade import grade_notebook
 from grader.notebook import NotebookError, find_notebooks, load
 from grader.report import gradescope_report, json_report
@@ -20,8 +20,8 @@ from grader.report import gradescope_report, json_report
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = "import workbook\nimport numpy as np\nfrom numba import cuda, float32\nMAX_TPB = 1024\n"
 # the interleaved tree is exercise 1's solution (and the convergent exercise's slow variant)
-SIMPLE_OK = SLOW_VARIANTS["reduction.convergent"][2].replace("convergent_sum_kernel",
-                                                               "simple_sum_kernel")
+SIMPLE_OK = slow_variant("reduction.convergent").new.replace("convergent_sum_kernel",
+                                                            "simple_sum_kernel")
 
 
 def write_notebook(path: Path, exercise_cells: dict[str, str], lesson="02_reduction") -> Path:

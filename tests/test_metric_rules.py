@@ -16,7 +16,6 @@ import pytest
 
 from grader import ncu
 from grader.exercises import LESSONS, correct_variants, get, slow_variant
-from grader.exercises import reduction as reduction_exercises
 from grader.metric_rules import MetricRule, format_outcome, separation
 from grader.profiling import apply_metric_rules, assess
 from grader.results import ExerciseResult
@@ -42,7 +41,7 @@ RECORDED = newest_records(RECORDS)
 REPORTS = sorted(FIXTURES.glob("*.ncu-rep"))
 
 
-def declared(exercise_id: str, kind: str) -> list[tuple]:
+def declared(exercise_id: str, kind: str) -> list:
     """The exercise's slow variant (one) or correct variants (several) as declared today."""
     if kind == "slow":
         slow = slow_variant(exercise_id)
@@ -165,8 +164,8 @@ def test_regression_guard_todays_bounds_on_the_recorded_correct_variants(exercis
     assert run["correct"], run["description"]
     outcomes = [rule.evaluate(run["student"][rule.metric], run["reference"][rule.metric])
                 for rule in get(exercise_id).metric_rules]
-    now_slow = [v[0] for v in declared(exercise_id, "slow")]
-    now_correct = [v[0] for v in declared(exercise_id, "correct")]
+    now_slow = [v.description for v in declared(exercise_id, "slow")]
+    now_correct = [v.description for v in declared(exercise_id, "correct")]
     assert run["description"] in now_slow + now_correct, (
         f"{run['description']!r} was profiled as a correct variant and is declared neither "
         f"correct nor slow today")
@@ -182,7 +181,7 @@ def headroom_of(exercise_id: str) -> list[tuple[str, float]]:
     """Per ratio bound: how far it clears the worst correct run recorded (solution included),
     as ``grader.metric_rules.separation`` measures it against the recorded slow variant."""
     record = RECORDED[exercise_id]
-    slow = {v[0] for v in declared(exercise_id, "slow")}
+    slow = {v.description for v in declared(exercise_id, "slow")}
     runs = [record["solution"], *(r for r in record.get("correct_variants", [])
                                   if r["description"] not in slow)]
     found = []
@@ -247,7 +246,7 @@ def test_benchmark_validates_both_groups_and_writes_the_table(tmp_path, monkeypa
     record = json.loads((tmp_path / "metric_rules-02_reduction.json").read_text())
     (result,) = record["exercises"]
     assert [r["description"] for r in result["correct_variants"]] == [
-        v[0] for v in reduction_exercises.CORRECT_VARIANTS[exercise.id]]
+        v.description for v in correct_variants(exercise.id)]
     assert result["slow"]["rules"][0]["status"] == "failed"
     table = (tmp_path / "metric_rules-02_reduction.md").read_text()
     assert "| reduction.shuffle | duration |" in table and "| 2.03 |" in table

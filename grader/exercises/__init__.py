@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.exercise import Exercise
-from grader.exercises import ccl, layernorm, ldmatrix, reduction, softmax
+from grader.exercises import ccl, corpus, layernorm, ldmatrix, reduction, softmax
+from grader.exercises.corpus import Variant
 
 LESSONS: dict[str, tuple[Exercise, ...]] = {
     reduction.LESSON: reduction.EXERCISES,
@@ -35,18 +36,33 @@ _MODULES = {module.__name__.rsplit(".", 1)[1]: module
             for module in (ccl, layernorm, ldmatrix, reduction, softmax)}
 
 
-def slow_variant(exercise_id: str) -> tuple | None:
-    """The exercise's slow-but-correct submission ``(description, old text, new text)``
-    (``SLOW_VARIANTS`` beside its declaration), or None."""
-    module = _MODULES[exercise_id.split(".")[0]]
-    return getattr(module, "SLOW_VARIANTS", {}).get(exercise_id)
+def _legacy(exercise_id: str, name: str, role: str) -> tuple[Variant, ...]:
+    """Variants still kept as (description, old, new) tuples in a module dict."""
+    found = getattr(_MODULES[exercise_id.split(".")[0]], name, {}).get(exercise_id)
+    if found is None:
+        return ()
+    entries = (found,) if role == "slow" else found
+    return tuple(Variant(exercise_id, role, d, new, old) for d, old, new in entries)
 
 
-def correct_variants(exercise_id: str) -> tuple:
-    """The exercise's correct submissions written differently from the reference
-    (``CORRECT_VARIANTS`` beside its declaration)."""
-    module = _MODULES[exercise_id.split(".")[0]]
-    return tuple(getattr(module, "CORRECT_VARIANTS", {}).get(exercise_id, ()))
+def slow_variant(exercise_id: str) -> Variant | None:
+    """The exercise's slow-but-correct submission (see :mod:`grader.exercises.corpus`)."""
+    if corpus.variants_file(exercise_id).exists():
+        return corpus.slow_variant(exercise_id)
+    found = _legacy(exercise_id, "SLOW_VARIANTS", "slow")
+    return found[0] if found else None
+
+
+def correct_variants(exercise_id: str) -> tuple[Variant, ...]:
+    """The exercise's correct submissions written differently from the reference."""
+    if corpus.variants_file(exercise_id).exists():
+        return corpus.correct_variants(exercise_id)
+    return _legacy(exercise_id, "CORRECT_VARIANTS", "correct")
+
+
+def buggy_variants(exercise_id: str) -> tuple[Variant, ...]:
+    """The exercise's known-buggy submissions, which its tests must reject."""
+    return corpus.buggy_variants(exercise_id)
 
 
 def all_ids() -> list[str]:
