@@ -24,7 +24,7 @@ Needs torch (the baseline, and the source of the test data). Parts of the JSON f
 ``bank_conflicts``
     Nsight Compute's shared-memory bank-conflict counters for the shared-memory kernel
     with the column-major pack layout of the lesson and with the row-major layout
-    (``SLOW_VARIANTS["softmax.block_smem"]``), float32 and float16, (8192, 4096).
+    (the slow variant of ``softmax.block_smem``), float32 and float16, (8192, 4096).
 
 ``--quick`` runs fewer shapes and repeats (a smoke test of the script).
 ``--dispatch-only`` times ``softmax_gpu`` and torch at every shape and replaces only the
@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
-from grader.exercises.softmax import SLOW_VARIANTS  # noqa: E402
+from grader.exercises import slow_variant  # noqa: E402
 from grader.runner import definitions_namespace  # noqa: E402
 from workbook.bench import bandwidth_gbs, device_name, time_gpu  # noqa: E402
 from workbook.launch import prepare  # noqa: E402
@@ -81,7 +81,7 @@ NCU_ESSENTIAL = list(NCU_METRICS)[:2] + ["gpu__time_duration.sum"]
 def row_major_namespace(ns: dict) -> dict:
     """The solution with the block kernel's packs stored row-major (bank conflicts)."""
     variant = dict(ns)
-    exec(compile(SLOW_VARIANTS["softmax.block_smem"][2], "<row-major variant>", "exec"),
+    exec(compile(slow_variant("softmax.block_smem").new, "<row-major variant>", "exec"),
          variant)
     return variant
 

@@ -98,17 +98,17 @@ def test_softmax_load_one_past_the_row_is_rejected_by_the_output_check():
 
 
 def test_softmax_store_one_past_the_row_changes_the_padding():
-    view, full = softmax._device_output((4, 10), np.float32, padded=True)
+    view, full = softmax.buffers.device_output((4, 10), np.float32, padded=True)
     host = full.copy_to_host()
     host[:4, :10] = 0.1
-    assert softmax._finish(L.cuda().to_device(host), 4, 10).shape == (4, 10)
+    assert softmax.buffers.finish(L.cuda().to_device(host), 4, 10).shape == (4, 10)
     host[2, 10] = 0.1  # y[2, cols]
     with pytest.raises(Mismatch, match=r"past the end of rows 2 of y.*col < cols"):
-        softmax._finish(L.cuda().to_device(host), 4, 10)
+        softmax.buffers.finish(L.cuda().to_device(host), 4, 10)
     host[2, 10] = softmax.SENTINEL
     host[4, 0] = 0.1  # the first guard row
     with pytest.raises(Mismatch, match="past the last row"):
-        softmax._finish(L.cuda().to_device(host), 4, 10)
+        softmax.buffers.finish(L.cuda().to_device(host), 4, 10)
 
 
 def _norm_inputs(x):
