@@ -108,14 +108,13 @@ def cells(mode: str) -> list[tuple[str, str]]:
     """(role, source) of each cell: roles the driver acts on ("interrupt") or reads."""
     from solution_cells import exercise_cell
 
-    from grader.exercises import reduction
+    from grader.exercises import correct_variants
 
     simple = exercise_cell("02_reduction", "reduction.simple")
     shuffle = exercise_cell("02_reduction", "reduction.shuffle")
     hang = simple.replace(*NO_STRIDE_UPDATE)
-    (shared_shuffles,) = [new for description, _, new in
-                          reduction.CORRECT_VARIANTS["reduction.shared"]
-                          if "then shuffles" in description]
+    (shared_shuffles,) = [v.new for v in correct_variants("reduction.shared")
+                          if "then shuffles" in v.description]
     unguarded = shared_shuffles.replace(*UNGUARDED)
     assert hang != simple and unguarded != shared_shuffles, "a planted change did not apply"
     child = "auto" if mode == "gpu" else "child"  # the default on a GPU; asked for in the sim
