@@ -156,15 +156,15 @@ def test_layernorm_statistics_without_the_last_element_are_named():
 def test_layernorm_store_one_past_the_row_is_seen():
     x = layernorm.make_rows(np.random.default_rng(4), 3, 9, "normal", "float32")
     inputs = _norm_inputs(x)
-    args = layernorm._device_args(inputs, padded=True)
-    y, mean, rstd = layernorm._outputs(args, inputs)
+    args = layernorm.buffers.device_args(inputs, padded=True)
+    y, mean, rstd = layernorm.buffers.read_outputs(args, inputs)
     assert np.isnan(y).all() and y.shape == (3, 9)
     assert layernorm.never_written(mean).all() and layernorm.never_written(rstd).all()
     host = inputs["y_full"].copy_to_host()
     host[1, 9] = 0.5  # y[1, cols]
     inputs["y_full"].copy_to_device(host)
     with pytest.raises(Mismatch, match=r"past the end of rows \[1 \(of 3\)\] of y"):
-        layernorm._outputs(args, inputs)
+        layernorm.buffers.read_outputs(args, inputs)
 
 
 def test_outside_changes():
