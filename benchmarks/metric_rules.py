@@ -3,17 +3,20 @@
     python benchmarks/metric_rules.py OUT_DIR [LESSON ...] [--only EXERCISE_ID ...]
 
 For each exercise that declares metric rules, profiled against the reference solution
-(one profile of it per exercise): the reference solution itself must pass every rule, each
-correct-but-different submission (``CORRECT_VARIANTS`` beside the exercise) must be graded
-correct and pass every rule, and the lesson's slow-but-correct variant (``SLOW_VARIANTS``)
-must be graded correct on its output yet fail at least one rule. A table gives, per rule, both
-groups' ratios and how far the bound sits from each (``grader.metric_rules.separation``):
-the evidence a threshold is set from. Writes OUT_DIR/metric_rules-<lesson>.json, the table
-(OUT_DIR/metric_rules-<lesson>.md), and the .ncu-rep files
-(OUT_DIR/ncu/<exercise>-{solution,reference,slow}.ncu-rep) that tests/test_metric_rules.py
-replays on machines without a GPU. With ``--only``, just those exercises are validated and
-their records replace the ones already in OUT_DIR/metric_rules-<lesson>.json (each record
-carries its own device and date).
+(profiled once per exercise, in the same process): the reference solution itself must pass
+every rule, each correct-but-different submission (the ``[[correct]]`` variants of the
+corpus, grader/exercises/<lesson>/variants/) must be graded correct and pass every rule,
+and the slow-but-correct variant (``[slow]``) must be graded correct on its output yet fail
+at least one rule. Each variant's output is graded first, several processes at a time; then
+one ncu process profiles the whole lesson, every program behind a marker kernel
+(grader.profiling.profile_programs). A table gives, per rule, both groups' ratios and how
+far the bound sits from each (``grader.metric_rules.separation``): the evidence a threshold
+is set from. Writes OUT_DIR/metric_rules-<lesson>.json (with the seconds each stage took and
+the order of the segments in each report), the table (OUT_DIR/metric_rules-<lesson>.md),
+and the reports (OUT_DIR/ncu/<lesson>-<attempt>.ncu-rep; one more attempt per crash) that
+tests/test_metric_rules.py replays on machines without a GPU. With ``--only``, just those
+exercises are validated and their records replace the ones already in
+OUT_DIR/metric_rules-<lesson>.json (each record carries its own device and date).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,8 +38,12 @@ sys.path.insert(0, str(ROOT))
 from grader import exercises as catalogue  # noqa: E402
 from grader.grade import run_in_subprocess  # noqa: E402
 from grader.metric_rules import format_outcome, separation  # noqa: E402
-from grader.ncu import NotAssessed  # noqa: E402
-from grader.profiling import profile_cells, reference_cells  # noqa: E402
+from grader.profiling import (  # noqa: E402
+    PROFILE_TIMEOUT,
+    REPORT,
+    profile_programs,
+    reference_cells,
+)
 from workbook.mode import select_mode  # noqa: E402
 
 
@@ -67,69 +75,75 @@ def graded_correct(ex, cells) -> tuple[bool, list[str]]:
 GRADING_PROCESSES = max(1, min(8, (os.cpu_count() or 2) // 2))
 
 
-def grade_all(ex, programs: dict[str, list[dict]]) -> dict[str, tuple[bool, list[str]]]:
+def grade_all(programs: dict[tuple, tuple]) -> dict[tuple, tuple[bool, list[str]]]:
     """Grade every variant's output at once (each in its own process), while nothing is
-    being profiled: ncu's measurements are made afterwards, one process at a time."""
+    being profiled: ncu's measurements are made afterwards. ``programs`` maps a key to
+    ``(exercise, cells)``."""
     with ThreadPoolExecutor(GRADING_PROCESSES) as pool:
-        futures = {label: pool.submit(graded_correct, ex, cells)
-                   for label, cells in programs.items()}
-        return {label: future.result() for label, future in futures.items()}
+        futures = {key: pool.submit(graded_correct, ex, cells)
+                   for key, (ex, cells) in programs.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
-def profile(ex, cells, work: Path, label: str) -> dict | str:
-    """The exercise's metrics for ``cells``, or why they could not be measured."""
-    try:
-        return profile_cells(ex, cells, work, label)
-    except NotAssessed as exc:
-        return f"not assessed: {exc}"
+def variant_groups(ex) -> dict[str, tuple[str, list[dict] | None, bool]]:
+    """The exercise's profiled groups, ``label -> (description, cells, should pass)``: the
+    reference solution (profiled for every exercise, cells None), its slow variant and
+    its correct variants."""
+    groups = {"solution": ("the reference solution", None, True)}
+    slow = catalogue.slow_variant(ex.id)
+    groups["slow"] = (slow.description, variant_cells(ex, slow), False)
+    for number, variant in enumerate(catalogue.correct_variants(ex.id), 1):
+        groups[f"correct-{number}"] = (variant.description, variant_cells(ex, variant), True)
+    return groups
 
 
-def validate_exercise(ex, slow, correct_variants, reports: Path) -> tuple[dict, list[str]]:
-    """Profile the reference, the solution, the correct variants and the slow variant."""
-    problems = []
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        reference = profile(ex, reference_cells(ex), work, "reference")
-        if isinstance(reference, str):
-            return {"exercise": ex.id, "problem": reference}, [f"{ex.id}: reference {reference}"]
-        groups = {"solution": ("the reference solution", reference_cells(ex), True)}
-        groups["slow"] = (slow.description, variant_cells(ex, slow), False)
-        for number, variant in enumerate(correct_variants, 1):
-            groups[f"correct-{number}"] = (variant.description, variant_cells(ex, variant), True)
-        runs = {}
-        verdicts = grade_all(ex, {label: cells for label, (_, cells, _) in groups.items()
-                                  if label != "solution"})
-        for label, (description, cells, should_pass) in groups.items():
-            correct, messages = verdicts.get(label, (True, []))
-            if not correct:
-                problems.append(f"{ex.id} {label} ({description}) is not correct: {messages}")
-            student = profile(ex, cells, work, label)
-            if isinstance(student, str):
-                problems.append(f"{ex.id} {label} ({description}): {student}")
-                runs[label] = {"description": description, "correct": correct,
-                               "problem": student}
-                continue
-            outcomes = [r.evaluate(student[r.metric], reference[r.metric])
-                        for r in ex.metric_rules]
-            for outcome in outcomes:
-                print(f"{ex.id:24s} {label:10s} {format_outcome(outcome)}", flush=True)
-                if should_pass and outcome["status"] != "passed":
-                    problems.append(f"{ex.id} {label} ({description}): {outcome['label']} "
-                                    f"{outcome['status']} (expected passed)")
-            # a slow variant is caught by one failed rule; each rule guards its own mistake
-            if not should_pass and not any(o["status"] == "failed" for o in outcomes):
-                problems.append(f"{ex.id} {label} ({description}) passed every rule "
-                                f"(expected at least one failed)")
-            runs[label] = {"description": description, "correct": correct, "rules": outcomes,
-                           "student": student, "reference": reference}
-        for label in ("solution", "reference", "slow"):
-            if (work / f"{label}.ncu-rep").exists():
-                shutil.copy(work / f"{label}.ncu-rep", reports / f"{ex.id}-{label}.ncu-rep")
-    record = {"exercise": ex.id, "slow_variant": slow.description,
+def profile_lesson(exercises, groups: dict, work: Path):
+    """Every group of every exercise, and the reference, profiled in one ncu run (one
+    more per crash): see grader.profiling.profile_programs."""
+    reference = reference_cells(exercises[-1])
+    programs = [("reference", None, reference), ("solution", None, reference)]
+    programs += [(label, ex.id, cells) for ex in exercises
+                 for label, (_, cells, _) in groups[ex.id].items() if cells is not None]
+    return profile_programs(exercises, programs, PROFILE_TIMEOUT, work)
+
+
+def exercise_record(ex, groups: dict, verdicts: dict, found: dict, reason: str
+                    ) -> tuple[dict, list[str]]:
+    """One exercise's record (each group's rule outcomes against the reference profiled in
+    the same run) and the problems it shows."""
+    problems, runs = [], {}
+    reference = found.get("reference")
+    if reference is None:
+        return {"exercise": ex.id, "problem": reason}, [f"{ex.id}: reference {reason}"]
+    for label, (description, _, should_pass) in groups.items():
+        correct, messages = verdicts.get((ex.id, label), (True, []))
+        if not correct:
+            problems.append(f"{ex.id} {label} ({description}) is not correct: {messages}")
+        student = found.get(label)
+        if student is None:
+            problems.append(f"{ex.id} {label} ({description}): not assessed: {reason}")
+            runs[label] = {"description": description, "correct": correct,
+                           "problem": f"not assessed: {reason}"}
+            continue
+        outcomes = [r.evaluate(student[r.metric], reference[r.metric])
+                    for r in ex.metric_rules]
+        for outcome in outcomes:
+            print(f"{ex.id:24s} {label:10s} {format_outcome(outcome)}", flush=True)
+            if should_pass and outcome["status"] != "passed":
+                problems.append(f"{ex.id} {label} ({description}): {outcome['label']} "
+                                f"{outcome['status']} (expected passed)")
+        # a slow variant is caught by one failed rule; each rule guards its own mistake
+        if not should_pass and not any(o["status"] == "failed" for o in outcomes):
+            problems.append(f"{ex.id} {label} ({description}) passed every rule "
+                            f"(expected at least one failed)")
+        runs[label] = {"description": description, "correct": correct, "rules": outcomes,
+                       "student": student, "reference": reference}
+    record = {"exercise": ex.id, "slow_variant": groups["slow"][0],
               "slow_variant_correct": runs["slow"]["correct"],
               "solution": runs["solution"], "slow": runs["slow"],
               "correct_variants": [runs[k] for k in runs if k.startswith("correct-")]}
-    record["separation"] = separations(ex, record)
+    if all("rules" in run for run in (record["solution"], record["slow"])):
+        record["separation"] = separations(ex, record)
     return record, problems
 
 
@@ -167,41 +181,66 @@ def table(records: list[dict]) -> str:
 
 
 def validate_lesson(lesson: str, out: Path, only: set[str] = frozenset()) -> list[str]:
-    """Validate one lesson's rules, write OUT/metric_rules-<lesson>.json; return problems."""
+    """Validate one lesson's rules, write OUT/metric_rules-<lesson>.json and its ncu
+    reports (OUT/ncu/<lesson>-<attempt>.ncu-rep); return the problems found."""
     from workbook.bench import device_name
 
     device, today = device_name(), datetime.date.today().isoformat()
-
-    exercises = catalogue.LESSONS[lesson]
-    records, problems = [], []
-    for ex in (e for e in exercises if e.metric_rules and (not only or e.id in only)):
-        slow, correct = catalogue.slow_variant(ex.id), catalogue.correct_variants(ex.id)
-        if slow is None:
-            problems.append(f"{ex.id}: no slow variant declared")
-            continue
-        if len(correct) < 2:
-            problems.append(f"{ex.id}: fewer than two correct variants declared")
-        record, found = validate_exercise(ex, slow, correct, out / "ncu")
+    exercises = [e for e in catalogue.LESSONS[lesson]
+                 if e.metric_rules and (not only or e.id in only)]
+    problems = [f"{ex.id}: fewer than two correct variants declared" for ex in exercises
+                if len(catalogue.correct_variants(ex.id)) < 2]
+    problems += [f"{ex.id}: no slow variant declared" for ex in exercises
+                 if catalogue.slow_variant(ex.id) is None]
+    exercises = [ex for ex in exercises if catalogue.slow_variant(ex.id) is not None]
+    if not exercises:
+        return problems
+    groups = {ex.id: variant_groups(ex) for ex in exercises}
+    clock = time.monotonic()
+    verdicts = grade_all({(ex.id, label): (ex, cells) for ex in exercises
+                          for label, (_, cells, _) in groups[ex.id].items()
+                          if cells is not None})
+    seconds = {"grading": round(time.monotonic() - clock, 1)}
+    clock = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        found, reasons, attempts = profile_lesson(exercises, groups, Path(tmp))
+        reports = []
+        for number, attempt in enumerate(attempts):
+            report = Path(tmp, str(number), REPORT)
+            if report.exists():
+                name = f"ncu/{lesson}-{number}.ncu-rep"
+                shutil.copy(report, out / name)
+                reports.append({"file": name, "segments": [e["segment"] for e in attempt.events
+                                                            if "segment" in e]})
+    seconds["profiling"] = round(time.monotonic() - clock, 1)
+    records = []
+    for ex in exercises:
+        record, found_problems = exercise_record(ex, groups[ex.id], verdicts,
+                                                 found.get(ex.id, {}),
+                                                 reasons.get(ex.id, "nothing was profiled"))
         records.append({**record, "device": device, "date": today})
-        problems += found
+        problems += found_problems
     path = out / f"metric_rules-{lesson}.json"
     if only and path.exists():  # keep the other exercises' records
         previous = json.loads(path.read_text())
         redone = {r["exercise"] for r in records}
         kept = [r for r in previous["exercises"] if r["exercise"] not in redone]
-        records = sorted(kept + records, key=lambda r: [e.id for e in exercises].index(
-            r["exercise"]))
+        order = [e.id for e in catalogue.LESSONS[lesson]]
+        records = sorted(kept + records, key=lambda r: order.index(r["exercise"]))
         problems = [p for p in previous.get("problems", [])
                     if p.split(":")[0].split()[0] not in redone] + problems
-    result = {"device": device, "date": today, "lesson": lesson, "exercises": records,
-              "problems": problems}
+    result = {"device": device, "date": today, "lesson": lesson, "seconds": seconds,
+              "reports": reports, "exercises": records, "problems": problems}
     path.write_text(json.dumps(result, indent=1, default=str) + "\n")
     margins = table(records)
     (out / f"metric_rules-{lesson}.md").write_text(
-        f"{lesson}, {device}, {today}: ratio = value / reference value\n\n" + margins)
+        f"{lesson}, {device}, {today}: ratio = value / reference value; grading "
+        f"{seconds['grading']:g} s, profiling {seconds['profiling']:g} s\n\n" + margins)
     print(margins)
     print("\n".join(["", f"{lesson} problems:", *problems]) if problems
           else f"\n{lesson}: all rules validated")
+    print(f"{lesson}: grading {seconds['grading']:g} s, profiling {seconds['profiling']:g} s",
+          flush=True)
     return problems
 
 

@@ -32,8 +32,7 @@ def kernel_regex(*names: str) -> str:
     return "regex:^(" + "|".join(names) + r")\["
 
 
-def command(kernels: list[str], metrics: list[str], report: Path, launch_skip: int = 0,
-            launch_count: int | None = None) -> list[str]:
+def command(kernels: list[str], metrics: list[str], report: Path) -> list[str]:
     """The ncu command prefix: profile, between ``cuda.profile_start()`` and
     ``cuda.profile_stop()`` only, the launches of the kernels called ``kernels``."""
     ncu = find_ncu()
@@ -41,10 +40,6 @@ def command(kernels: list[str], metrics: list[str], report: Path, launch_skip: i
         raise NotAssessed("Nsight Compute (ncu) is not installed or not on PATH")
     args = [ncu, "--metrics", ",".join(metrics), "--kernel-name", kernel_regex(*kernels),
             "--profile-from-start", "off", "--export", str(report), "--force-overwrite"]
-    if launch_skip:
-        args += ["--launch-skip", str(launch_skip)]
-    if launch_count is not None:
-        args += ["--launch-count", str(launch_count)]
     return args
 
 

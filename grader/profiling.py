@@ -37,18 +37,11 @@ def profiled_kernels(exercise) -> list[str]:
 def profile_cells(exercise, cells, workdir: Path, label: str,
                   timeout: float = PROFILE_TIMEOUT) -> dict[str, float]:
     """Run the exercise's profile launch for ``cells`` under ncu; return its metrics."""
-    metrics, kernels = metric_names([exercise]), profiled_kernels(exercise)
-    report = workdir / f"{label}.ncu-rep"
-    prefix = ncu.command(kernels, metrics, report, launch_skip=exercise.profile_skip,
-                         launch_count=1)
-    job = {"mode": "gpu", "action": "profile", "exercise_ids": [exercise.id], "cells": cells}
-    (attempt, *_) = run_exercises(job, timeout, wrap=lambda n, folder: (prefix, {}))
-    problems = [e["why"] for e in attempt.events if "skipped" in e or "failed" in e]
-    if problems:
-        raise NotAssessed(f"the profiling launch failed: {problems[0]}")
-    if attempt.timed_out:
-        raise NotAssessed(f"ncu did not finish within {timeout:g} s")
-    return read_metrics(ncu.check_output(attempt.output, report, kernels), metrics)[0]
+    found, reasons, _ = profile_programs([exercise], [(label, None, cells)], timeout,
+                                         workdir / label)
+    if label not in found.get(exercise.id, {}):
+        raise NotAssessed(reasons.get(exercise.id, "nothing was profiled"))
+    return found[exercise.id][label]
 
 
 def reference_cells(exercise) -> list[dict]:
@@ -91,25 +84,10 @@ def profile_notebook(exercises, student_cells: list[dict], timeout: float = PROF
         reason = f"no reference solution notebook for {lesson}"
         return {ex.id: not_assessed(ex, reason) for ex in exercises}
     reference = [asdict(c) for c in load(solution).program_for(exercises[-1].id)]
-    metrics = metric_names(exercises)
-    kernels = sorted({k for ex in exercises for k in profiled_kernels(ex)} | {MARKER_KERNEL})
-    job = {"mode": "gpu", "action": "profile", "exercise_ids": [ex.id for ex in exercises],
-           "cells": student_cells, "reference_cells": reference}
-
-    def under_ncu(number: int, folder: Path):
-        report = folder / "notebook.ncu-rep"
-        return ncu.command(kernels, metrics, report), {"report": report}
-
-    found: dict[str, dict] = {}
-    reasons: dict[str, str] = {}
+    programs = [("student", None, student_cells), ("reference", None, reference)]
     with tempfile.TemporaryDirectory(prefix="grader-ncu-") as tmp:
-        try:
-            attempts = run_exercises(job, timeout, wrap=under_ncu, workdir=Path(tmp),
-                                     on_event=on_event)
-        except NotAssessed as exc:
-            return {ex.id: not_assessed(ex, str(exc)) for ex in exercises}
-        for attempt in attempts:
-            _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
+        found, reasons, attempts = profile_programs(exercises, programs, timeout, Path(tmp),
+                                                    on_event)
     if seconds is not None:
         seconds.update(exercise_seconds(attempts))
     sections = {}
@@ -122,6 +100,37 @@ def profile_notebook(exercises, student_cells: list[dict], timeout: float = PROF
         else:
             sections[ex.id] = not_assessed(ex, reasons.get(ex.id, "nothing was profiled"))
     return sections
+
+
+REPORT = "profile.ncu-rep"  # each attempt's report, in its folder of the work directory
+
+
+def profile_programs(exercises, programs, timeout: float, workdir: Path, on_event=None):
+    """Profile ``exercises`` (in notebook order) for each of ``programs`` (see
+    :func:`grader.runner.job_programs`) in one ncu run, or one more per crash.
+
+    Returns ``(found, reasons, attempts)``: ``found[exercise id][label]`` holds the metrics
+    of the exercise's profiled launch in that program, ``reasons[exercise id]`` why one is
+    missing; attempt k's report is ``workdir/k/profile.ncu-rep``."""
+    metrics = metric_names(exercises)
+    kernels = sorted({k for ex in exercises for k in profiled_kernels(ex)} | {MARKER_KERNEL})
+    job = {"mode": "gpu", "action": "profile", "exercise_ids": [ex.id for ex in exercises],
+           "programs": [list(p) for p in programs]}
+
+    def under_ncu(number: int, folder: Path):
+        report = folder / REPORT
+        return ncu.command(kernels, metrics, report), {"report": report}
+
+    found: dict[str, dict] = {}
+    reasons: dict[str, str] = {}
+    try:
+        attempts = run_exercises(job, timeout, wrap=under_ncu, workdir=workdir,
+                                 on_event=on_event)
+    except NotAssessed as exc:
+        return {}, {ex.id: str(exc) for ex in exercises}, []
+    for attempt in attempts:
+        _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
+    return found, reasons, attempts
 
 
 def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons) -> None:
@@ -148,14 +157,26 @@ def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
             reasons.setdefault(exercise_id, str(exc))
         return
     for (exercise_id, who), part in zip(segments, split_segments(launches)):
-        exercise = by_id[exercise_id]
-        pattern = re.compile(r"^(" + "|".join(profiled_kernels(exercise)) + r")\[")
-        matching = [launch for launch in part if pattern.match(launch["kernel"])]
-        if len(matching) > exercise.profile_skip:
-            found.setdefault(exercise_id, {})[who] = matching[exercise.profile_skip]
+        launch = profiled_launch(by_id[exercise_id], part)
+        if launch is not None:
+            found.setdefault(exercise_id, {})[who] = launch
         else:
-            reasons.setdefault(exercise_id, f"ncu profiled no launch of {pattern.pattern} "
+            reasons.setdefault(exercise_id, f"ncu profiled no launch of "
+                                            f"{kernel_pattern(by_id[exercise_id]).pattern} "
                                             f"for the {who}")
+
+
+def kernel_pattern(exercise) -> re.Pattern:
+    """The names ncu gives the exercise's profiled kernels (numba's ``name[abi...]``)."""
+    return re.compile(r"^(" + "|".join(profiled_kernels(exercise)) + r")\[")
+
+
+def profiled_launch(exercise, segment: list[dict]) -> dict | None:
+    """The launch a segment measures for the exercise: its kernels' launch after
+    ``profile_skip`` warm-up ones, or None."""
+    pattern = kernel_pattern(exercise)
+    matching = [launch for launch in segment if pattern.match(launch["kernel"])]
+    return matching[exercise.profile_skip] if len(matching) > exercise.profile_skip else None
 
 
 def split_segments(launches: list[dict]) -> list[list[dict]]:

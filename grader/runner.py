@@ -160,17 +160,16 @@ def run_job(job: dict, events: Events) -> None:
     from grader.gpu_compile.step import warm_up
 
     action = job.get("action", "check")
+    if action == "profile":
+        profile_job(job, events)
+        return
     if action == "check":
         warm_up(job["mode"])  # the GPU compiler starts while the cells run (simulator)
     student = Program(job["cells"])
-    reference = Program(job.get("reference_cells") or [])
     for exercise_id in job["exercise_ids"]:
         exercise = get(exercise_id)
         events.emit(start=exercise_id)
         error = student.advance(exercise_id)
-        if action == "profile":
-            profile_exercise(exercise, student, reference, error, events)
-            continue
         if error:  # the notebook's setup is not the student's fault, their own cell is
             result = error_result(exercise, error, job["mode"],
                                   ERROR if student.broken else FAILED)
@@ -180,6 +179,33 @@ def run_job(job: dict, events: Events) -> None:
         events.emit(result=result.to_dict())
         if restart_after(result):
             return
+
+
+def job_programs(job: dict) -> list[tuple[str, str | None, list[dict]]]:
+    """The programs a profile job runs, each ``(label, exercise id or None, cells)``: the
+    job's ``programs``, else the student's ``cells`` and the ``reference_cells``. A
+    program with an exercise id is profiled for that exercise only."""
+    if "programs" in job:
+        return [tuple(p) for p in job["programs"]]
+    found = [("student", None, job["cells"])]
+    if job.get("reference_cells"):
+        found.append(("reference", None, job["reference_cells"]))
+    return found
+
+
+def profile_job(job: dict, events: Events) -> None:
+    """Make each exercise's profiling launches for every program that profiles it, in the
+    job's order: one process (one ncu run) for a notebook and its reference, or for every
+    variant of a lesson (``benchmarks/metric_rules.py``)."""
+    from grader.exercises import get
+
+    programs = [(label, only, Program(cells)) for label, only, cells in job_programs(job)]
+    for exercise_id in job["exercise_ids"]:
+        exercise = get(exercise_id)
+        events.emit(start=exercise_id)
+        for label, only, program in programs:
+            if only in (None, exercise_id):
+                profile_exercise(exercise, label, program, events)
 
 
 def restart_after(result: ExerciseResult) -> bool:
@@ -229,11 +255,10 @@ def _synchronize() -> None:
         pass
 
 
-def profile_exercise(exercise, student: Program, reference: Program, error: str | None,
-                     events: Events) -> None:
-    """Make the exercise's profiling launches for the student, then for the reference.
+def profile_exercise(exercise, label: str, program: Program, events: Events) -> None:
+    """Run ``program`` up to the exercise and make its profiling launches.
 
-    Each segment starts with a launch of the marker kernel; with ncu's
+    The segment starts with a launch of the marker kernel; with ncu's
     ``--profile-from-start off`` only the launches between ``cuda.profile_start()``
     and ``cuda.profile_stop()`` are profiled, so the compile launches of the cells
     are not. A segment that cannot run is reported, and the parent leaves the
@@ -241,22 +266,19 @@ def profile_exercise(exercise, student: Program, reference: Program, error: str 
     """
     from grader.stubs import is_stub
 
-    programs = [("student", student, error)]
-    if reference.cells:
-        programs.append(("reference", reference, reference.advance(exercise.id)))
-    for who, program, problem in programs:
-        stubs = [n for n in (exercise.entry, *exercise.needs)
-                 if is_stub(program.namespace.get(n))]
-        if problem or stubs:
-            events.emit(skipped=[exercise.id, who], why=problem or
-                        f"{', '.join(stubs)} still "
-                        f"{'raises' if len(stubs) == 1 else 'raise'} NotImplementedError")
-            continue
-        events.emit(segment=[exercise.id, who])
-        try:
-            _profiled_segment(exercise, program.namespace)
-        except Exception as exc:  # noqa: BLE001  (reported; the other segments go on)
-            events.emit(failed=[exercise.id, who], why=describe_exception(exc))
+    problem = program.advance(exercise.id)
+    stubs = [n for n in (exercise.entry, *exercise.needs)
+             if is_stub(program.namespace.get(n))]
+    if problem or stubs:
+        events.emit(skipped=[exercise.id, label], why=problem or
+                    f"{', '.join(stubs)} still "
+                    f"{'raises' if len(stubs) == 1 else 'raise'} NotImplementedError")
+        return
+    events.emit(segment=[exercise.id, label])
+    try:
+        _profiled_segment(exercise, program.namespace)
+    except Exception as exc:  # noqa: BLE001  (reported; the other segments go on)
+        events.emit(failed=[exercise.id, label], why=describe_exception(exc))
 
 
 def _profiled_segment(exercise, namespace: dict) -> None:

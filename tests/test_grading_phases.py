@@ -216,6 +216,41 @@ def test_each_segment_gives_its_exercise_the_launch_after_the_compile_launch(mon
     assert not reasons
 
 
+def test_a_profile_job_profiles_each_program_for_the_exercises_it_covers(tmp_path, monkeypatch):
+    """benchmarks/metric_rules.py profiles a lesson's variants in one process: a program
+    named for one exercise is profiled for that exercise only, the others for each."""
+    import json
+
+    from grader import runner
+
+    profiled = []
+    monkeypatch.setattr(runner, "_profiled_segment",
+                        lambda ex, namespace: profiled.append((ex.id, namespace["who"])))
+
+    def cells(who):
+        return [{"index": 0, "role": "setup", "exercise_id": None, "source": f"who = {who!r}"},
+                {"index": 1, "role": "exercise", "exercise_id": "reduction.simple",
+                 "source": "simple_sum_kernel = max"},
+                {"index": 2, "role": "exercise", "exercise_id": "reduction.shared",
+                 "source": "shared_sum_kernel = max"}]
+
+    job = {"mode": "sim", "action": "profile",
+           "exercise_ids": ["reduction.simple", "reduction.shared"],
+           "programs": [["reference", None, cells("ref")],
+                        ["slow", "reduction.shared", cells("slow")]]}
+    events = runner.Events(str(tmp_path / "events.jsonl"))
+    runner.profile_job(job, events)
+    events.file.close()
+    assert profiled == [("reduction.simple", "ref"), ("reduction.shared", "ref"),
+                        ("reduction.shared", "slow")]
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["segment"] for e in events if "segment" in e] == [
+        ["reduction.simple", "reference"], ["reduction.shared", "reference"],
+        ["reduction.shared", "slow"]]
+    assert runner.job_programs({"cells": [1], "reference_cells": [2]}) == [
+        ("student", None, [1]), ("reference", None, [2])]
+
+
 def test_ncu_is_found_on_path_then_in_the_default_place(tmp_path, monkeypatch):
     from grader import ncu
 
@@ -235,14 +270,13 @@ def test_ncu_command_profiles_the_named_kernels_between_the_markers(monkeypatch)
 
     monkeypatch.setattr(ncu, "find_ncu", lambda: "/opt/ncu")
     command = ncu.command(["a_kernel", MARKER_KERNEL], ["gpu__time_duration.sum", "m.sum"],
-                          Path("out/r.ncu-rep"), launch_skip=1, launch_count=1)
+                          Path("out/r.ncu-rep"))
     assert command[0] == "/opt/ncu"
     flat = " ".join(command)
     assert "--metrics gpu__time_duration.sum,m.sum" in flat
     assert f"--kernel-name regex:^(a_kernel|{MARKER_KERNEL})\\[" in flat
     assert "--profile-from-start off" in flat  # only between cuda.profile_start and _stop
     assert "--export out/r.ncu-rep" in flat and "--force-overwrite" in command
-    assert "--launch-skip 1" in flat and "--launch-count 1" in flat
     whole = ncu.command(["a_kernel"], ["m.sum"], Path("r"))
     assert "--launch-skip" not in whole and "--launch-count" not in whole
     monkeypatch.setattr(ncu, "find_ncu", lambda: None)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DECLARATIONS = sorted((ROOT / "grader" / "exercises").glob("*.py"))
+DECLARATIONS = sorted((ROOT / "grader" / "exercises").rglob("*.py"))
 MACHINERY = {"grader.runner", "grader.session", "grader.sanitizer", "grader.grade",
              "grader.cli", "grader.batch", "grader.profiling", "grader.contained",
              "grader.check_worker"}
@@ -31,6 +31,7 @@ def test_the_check_sees_imports_inside_functions(tmp_path):
     assert "grader.sanitizer" in imported_modules(module)
 
 
-@pytest.mark.parametrize("path", DECLARATIONS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", DECLARATIONS,
+                         ids=lambda p: str(p.relative_to(ROOT / "grader" / "exercises")))
 def test_declarations_do_not_import_the_machinery_that_runs_them(path):
     assert not imported_modules(path) & MACHINERY, imported_modules(path) & MACHINERY

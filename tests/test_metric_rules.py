@@ -238,12 +238,25 @@ def test_benchmark_validates_both_groups_and_writes_the_table(tmp_path, monkeypa
     bench = _metric_rules_benchmark()
     exercise = get("reduction.shuffle")
     duration = {"reference": 100.0, "solution": 101.0, "slow": 203.0, "correct-1": 131.0}
-    monkeypatch.setattr(bench, "profile_cells", lambda ex, cells, work, label: {
-        "gpu__time_duration.sum": duration.get(label, 110.0),
-        "dram__throughput.avg.pct_of_peak_sustained_elapsed": 9000 / duration.get(label, 110)})
+    profiled = []
+
+    def profile_programs(exercises, programs, timeout, work):
+        profiled.append([(label, only) for label, only, _ in programs])
+        found = {ex.id: {label: {
+            "gpu__time_duration.sum": duration.get(label, 110.0),
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed":
+                9000 / duration.get(label, 110)} for label, _, _ in programs}
+            for ex in exercises}
+        return found, {}, []
+
+    monkeypatch.setattr(bench, "profile_programs", profile_programs)
     monkeypatch.setattr(bench, "graded_correct", lambda ex, cells: (True, []))
     problems = bench.validate_lesson(exercise.lesson, tmp_path, {exercise.id})
+    correct = len(correct_variants(exercise.id))
+    assert profiled == [[("reference", None), ("solution", None), ("slow", exercise.id),
+                         *((f"correct-{k}", exercise.id) for k in range(1, correct + 1))]]
     record = json.loads((tmp_path / "metric_rules-02_reduction.json").read_text())
+    assert set(record["seconds"]) == {"grading", "profiling"}
     (result,) = record["exercises"]
     assert [r["description"] for r in result["correct_variants"]] == [
         v.description for v in correct_variants(exercise.id)]
