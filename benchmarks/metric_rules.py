@@ -92,7 +92,7 @@ def graded_correct(ex, cells) -> tuple[bool, list[str]]:
     return result.passed, result.messages
 
 
-GRADING_PROCESSES = max(1, min(8, (os.cpu_count() or 2) // 2))
+GRADING_PROCESSES = max(1, min(14, (os.cpu_count() or 2) - 2))  # mostly compiling: CPU-bound
 
 
 def grade_all(programs: dict[tuple, tuple]) -> dict[tuple, tuple[bool, list[str]]]:

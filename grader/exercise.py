@@ -17,7 +17,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -47,15 +47,15 @@ class Mismatch(AssertionError):
 
 @dataclass(frozen=True)
 class Case:
-    """One test: a size, an input kind and (for randomized cases) a fresh seed."""
+    """One test: a size and an input kind (its inputs come from the run's seed). A lesson's
+    cases that need more (a shape, a launch) subclass it with typed fields and name them in
+    :meth:`name`."""
 
     size: int
     kind: str = "random"
-    note: str = ""
 
     def name(self) -> str:
-        extra = f", {self.note}" if self.note else ""
-        return f"n={self.size}, {self.kind}{extra}"
+        return f"n={self.size}, {self.kind}"
 
 
 @dataclass(frozen=True)
@@ -100,24 +100,6 @@ _LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, str(Path(__file__).parents[1
 
 def _is_student_frame(filename: str) -> bool:
     return filename.startswith("<cell") or not filename.startswith(_LIBRARY_DIRS)
-
-
-def with_metric_rules(exercises: tuple[Exercise, ...], metrics: Mapping[str, dict],
-                      no_rule: Mapping[str, str] | None = None):
-    """The exercises with ``metrics[name]``'s rules, profile launch and profiled kernels
-    attached, where ``name`` is the part of the exercise id after the lesson prefix; an
-    exercise without rules gets ``no_rule[name]``, why it has none."""
-    def attach(ex: Exercise) -> Exercise:
-        name = ex.id.split(".", 1)[1]
-        if no_rule and name in no_rule:
-            ex = replace(ex, no_metric_rule=no_rule[name])
-        spec = metrics.get(name)
-        if spec is None:
-            return ex
-        return replace(ex, metric_rules=spec["rules"], profile=spec["profile"],
-                       profile_kernels=spec.get("kernels", ()))
-
-    return tuple(attach(ex) for ex in exercises)
 
 
 # the simulator's reports that name the thread, its block and the line themselves
