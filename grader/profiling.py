@@ -146,6 +146,11 @@ def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
             reasons[blamed] = (f"ncu did not finish within {timeout:g} s" if blamed ==
                                attempt.timed_out else f"the profiled process crashed "
                                f"({attempt.how_it_ended()}): {attempt.tail(4)}")
+    if attempt.crashed and not attempt.started():  # ncu may have stopped before the program
+        try:
+            ncu.check_output(attempt.output, attempt.extra["report"], kernels)
+        except NotAssessed as exc:
+            reasons[attempt.crashed] = str(exc)
     segments = [tuple(e["segment"]) for e in attempt.events if "segment" in e]
     if not segments:
         return
