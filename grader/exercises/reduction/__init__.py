@@ -52,7 +52,9 @@ EXERCISES = (
                  why="whole warps retire early in the convergent tree, so far fewer warp "
                  "instructions are issued; correct trees measured up to 1.29x (the mirrored "
                  "tree), the interleaved one 2.43x"),
-            rule(metric=DURATION, label="duration", max_ratio=1.3,
+            # a kernel of a few microseconds: correct trees measured up to 1.18x on an H100
+            # (2026-11-26), the interleaved tree 1.79x
+            rule(metric=DURATION, label="duration", max_ratio=1.45,
                  why="fewer instructions, shorter kernel")),
         profile=profiles.single_block("convergent_sum_kernel")),
     exercise(
