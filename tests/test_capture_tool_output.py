@@ -65,7 +65,7 @@ def test_a_run_writes_each_tool_s_output_and_the_manifest(tmp_path):
     _stand_in(tools, "ncu", 'echo "\\"ID\\",\\"args\\""\necho "\\"0\\",\\"$*\\""\n'
                             'echo "ncu says" >&2\n')
     out = tmp_path / "out"
-    report = FIXTURES / "ncu" / "reduction.shared-solution.ncu-rep"
+    report = FIXTURES / "ncu" / "02_reduction-0.ncu-rep"
     extra = tmp_path / "extra.ncu-rep"
     extra.write_bytes(report.read_bytes())
     done = _capture(out, str(extra), path=f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
@@ -81,4 +81,4 @@ def test_a_run_writes_each_tool_s_output_and_the_manifest(tmp_path):
             assert text.splitlines()[1] == '"0","' + " ".join(capture["command"][1:]) + '"'
             assert (out / f"{capture['file']}.stderr.txt").read_text() == "ncu says\n"
     assert (out / "ncu" / "extra.csv").exists()
-    assert (out / "ncu" / "reduction.shared-solution.csv").exists()
+    assert (out / "ncu" / "02_reduction-0.csv").exists()

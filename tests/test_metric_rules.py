@@ -2,10 +2,11 @@
 
 The evidence for each rule is a GPU run of ``benchmarks/metric_rules.py``, recorded in
 ``benchmarks/results/*/metric_rules-<lesson>.json`` (every value measured, with the device
-and date of each exercise's run) beside the Nsight Compute reports it wrote, of which
-``tests/fixtures/ncu/*.ncu-rep`` are copies: NVIDIA H100 80GB HBM3 (2026-11-25) for lessons
-01, 02, 03 and 05, NVIDIA H200 (2026-11-22) for lesson 04. The tests below replay those
-runs: they guard the rules against regressions, they are not themselves the evidence.
+and date of each exercise's run) beside the Nsight Compute reports it wrote, one per lesson,
+of which ``tests/fixtures/ncu/<lesson>-<attempt>.ncu-rep`` are copies: NVIDIA H100 80GB HBM3,
+2026-11-26, every lesson (benchmarks/results/h100-2026-11-26-metric-rules/). The tests below
+replay those runs: they guard the rules against regressions, they are not themselves the
+evidence.
 """
 
 import json
@@ -17,7 +18,13 @@ import pytest
 from grader import ncu
 from grader.exercises import LESSONS, correct_variants, get, slow_variant
 from grader.metric_rules import MetricRule, format_outcome, separation
-from grader.profiling import apply_metric_rules, assess
+from grader.profiling import (
+    apply_metric_rules,
+    assess,
+    metric_names,
+    profiled_launch,
+    split_segments,
+)
 from grader.results import ExerciseResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +57,7 @@ def declared(exercise_id: str, kind: str) -> list:
 
 
 def test_fixtures_exist():
-    assert len(REPORTS) >= 6
+    assert len(REPORTS) >= len(LESSONS)
     assert RECORDS and all(r["device"].startswith("NVIDIA") for r in RECORDS)
 
 
@@ -67,43 +74,78 @@ def test_slow_variant_was_correct_on_the_gpu(exercise_id):
     assert RECORDED[exercise_id]["slow_variant_correct"], exercise_id
 
 
-@pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.stem)
-def test_reader_matches_the_values_recorded_in_the_same_run(report):
-    exercise_id, label = report.stem.rsplit("-", 1)
-    exercise = get(exercise_id)
-    metrics = sorted({rule.metric for rule in exercise.metric_rules})
-    (launch,) = ncu.read_metrics(report, metrics)
-    assert launch["kernel"].startswith(exercise.profile_kernels or (exercise.entry,))
-    record = RECORDED[exercise_id]
-    expected = (record["slow"]["reference"] if label == "reference"
-                else record[label]["student"])
-    for metric in metrics:
-        assert launch[metric] == pytest.approx(expected[metric]), metric
+def lesson_reports() -> list[tuple[dict, dict]]:
+    """``(lesson record, report entry)`` of every report a recorded run lists (each entry:
+    the report's file and the ``[exercise id, label]`` of each of its segments)."""
+    return [(record, entry) for record in RECORDS for entry in record.get("reports", ())
+            if (FIXTURES / Path(entry["file"]).name).exists()]
+
+
+def recorded_run(record: dict, exercise_id: str, label: str) -> dict:
+    """The metrics recorded for one segment: the reference's, or a group's student run."""
+    (run,) = [r for r in record["exercises"] if r["exercise"] == exercise_id]
+    if label == "reference":
+        return run["slow"]["reference"]
+    if label.startswith("correct-"):
+        return run["correct_variants"][int(label.split("-")[1]) - 1]["student"]
+    return run[label]["student"]
+
+
+def test_every_lesson_s_report_is_replayed():
+    replayed = {get(e).lesson for _, entry in lesson_reports() for e, _ in entry["segments"]}
+    assert replayed == set(LESSONS)
+
+
+@pytest.mark.parametrize("record,entry", lesson_reports(),
+                         ids=lambda value: value["file"] if "file" in value else "")
+def test_reader_matches_the_values_recorded_in_the_same_run(record, entry):
+    """Each segment of the report, split at its marker and read as the grader reads it,
+    gives the values the run recorded for that exercise and group."""
+    report = FIXTURES / Path(entry["file"]).name
+    exercises = [get(e) for e in dict.fromkeys(e for e, _ in entry["segments"])]
+    launches = ncu.read_metrics(report, metric_names(exercises))
+    segments = split_segments(launches)
+    assert len(segments) == len(entry["segments"])
+    for (exercise_id, label), part in zip(entry["segments"], segments):
+        exercise = get(exercise_id)
+        launch = profiled_launch(exercise, part)
+        assert launch is not None, (exercise_id, label)
+        expected = recorded_run(record, exercise_id, label)
+        for metric in {rule.metric for rule in exercise.metric_rules}:
+            assert launch[metric] == pytest.approx(expected[metric]), (exercise_id, label, metric)
 
 
 # ncu's own reading of each report, captured on the GPU machine that recorded it
-# (``ncu --import REPORT --page raw --csv``, Nsight Compute 2025.3.1, NVIDIA H100, 2026-11-25):
+# (``ncu --import REPORT --page raw --csv``, Nsight Compute 2025.3.1, NVIDIA H100, 2026-11-26):
 # the header row, the units row, then one row per profiled launch.
 CSV_SCALE = {"": 1.0, "inst": 1.0, "sector": 1.0, "request": 1.0, "byte": 1.0, "cycle": 1.0,
              "%": 1.0, "ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 CAPTURED = [p for p in REPORTS if p.with_suffix(".csv").exists()]
 
 
-def ncu_csv(path: Path) -> tuple[str, dict[str, float]]:
-    """The kernel name and every metric of the one launch in ncu's raw CSV, in ns / counts."""
+def ncu_csv(path: Path) -> list[tuple[str, dict[str, float]]]:
+    """The kernel name and every metric of each launch in ncu's raw CSV, in ns / counts."""
     import csv
 
     with path.open(newline="") as f:
         header, units, *launches = list(csv.reader(f))
-    (values,) = launches
-    metrics = {}
-    for name, unit, value in zip(header, units, values):
-        if unit in CSV_SCALE and "__" in name:
-            try:
-                metrics[name] = float(value.replace(",", "")) * CSV_SCALE[unit]
-            except ValueError:
-                continue
-    return values[header.index("Kernel Name")], metrics
+    found = []
+    for values in launches:
+        metrics = {}
+        for name, unit, value in zip(header, units, values):
+            if unit in CSV_SCALE and "__" in name:
+                try:
+                    metrics[name] = float(value.replace(",", "")) * CSV_SCALE[unit]
+                except ValueError:
+                    continue
+        found.append((values[header.index("Kernel Name")], metrics))
+    return found
+
+
+def short_name(kernel: str) -> str:
+    """A kernel's own name: the CSV prints ``make_warp_softmax::warp_softmax_kernel(...)``
+    for the reader's ``warp_softmax_kernel[abi...]``."""
+    return kernel.split("[")[0].split("(")[0].split("::")[-1]
 
 
 def test_every_report_has_ncu_s_own_reading_beside_it():
@@ -112,22 +154,24 @@ def test_every_report_has_ncu_s_own_reading_beside_it():
 
 @pytest.mark.parametrize("report", CAPTURED, ids=lambda p: p.stem)
 def test_reader_agrees_with_ncu_s_own_reading_of_the_report(report):
-    exercise = get(report.stem.rsplit("-", 1)[0])
-    metrics = sorted({rule.metric for rule in exercise.metric_rules})
-    (launch,) = ncu.read_metrics(report, metrics)
-    kernel, captured = ncu_csv(report.with_suffix(".csv"))
-    assert launch["kernel"].split("[")[0] == kernel.split("[")[0]
-    for metric in metrics:
-        # the CSV prints 6 decimals in its own unit (e.g. 5.408000 us)
-        assert launch[metric] == pytest.approx(captured[metric], rel=1e-5, abs=1e-3), metric
+    metrics = metric_names(LESSONS[report.stem.rsplit("-", 1)[0]])  # <lesson>-<attempt>
+    launches = ncu.read_metrics(report, metrics)
+    captured = ncu_csv(report.with_suffix(".csv"))
+    assert len(launches) == len(captured) > 0
+    for launch, (kernel, values) in zip(launches, captured):
+        assert short_name(launch["kernel"]) == short_name(kernel)
+        assert set(metrics) <= set(values), set(metrics) - set(values)
+        for metric in metrics:
+            # the CSV prints 6 decimals in its own unit (e.g. 5.408000 us)
+            assert launch[metric] == pytest.approx(values[metric], rel=1e-5, abs=1e-3), metric
 
 
 def test_csv_reading_converts_units(tmp_path):
     path = tmp_path / "r.csv"
     path.write_text('"ID","Kernel Name","gpu__time_duration.sum","smsp__inst_executed.sum"\n'
                     '"","","us","inst"\n"0","k[abc]","5.408000","9,093"\n')
-    assert ncu_csv(path) == ("k[abc]", {"gpu__time_duration.sum": 5408.0,
-                                         "smsp__inst_executed.sum": 9093.0})
+    assert ncu_csv(path) == [("k[abc]", {"gpu__time_duration.sum": 5408.0,
+                                          "smsp__inst_executed.sum": 9093.0})]
 
 
 @pytest.mark.parametrize("exercise_id", sorted(RECORDED))
