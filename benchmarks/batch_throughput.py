@@ -8,7 +8,7 @@
 Builds a class in a temporary folder: COPIES students, each handing in the solution
 notebook of every lesson in LESSONS (one folder per student, as nbgrader's
 ``submitted/<student>/`` holds them); in BUGGY of them one exercise carries a bug the
-test suite plants (the ``BUGGY`` lists of tests/test_<lesson>_exercises.py, applied
+test suite plants (the buggy variants of grader/exercises/<lesson>/variants/, applied
 as ``benchmarks/buggy_variants.py`` applies them). Grades the class with
 :func:`grader.batch.grade_class` on the local cluster (sized by
 :mod:`grader.batch_cluster` from this machine, or ``--workers``), the way ``grader batch``
@@ -42,7 +42,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import buggy_variants  # noqa: E402  (beside this script: the planted bugs)
 
-LESSONS = tuple(buggy_variants.LESSON_TESTS)
+from grader.exercises import LESSONS as CATALOGUE  # noqa: E402
+
+LESSONS = tuple(CATALOGUE)
 
 
 def build_class(folder: Path, lessons: list[str], copies: int, buggy: int, mode: str,

@@ -1,5 +1,5 @@
 """The metric rules' correct variants: submissions written differently from the reference
-solution (``CORRECT_VARIANTS`` beside each lesson's ``SLOW_VARIANTS``), which the rules
+solution (the ``[[correct]]`` entries of grader/exercises/<lesson>/variants/), which the rules
 must let pass on a GPU (benchmarks/metric_rules.py profiles them). Here: every exercise
 with metric rules has several, and each is graded correct on its output."""
 

@@ -6,8 +6,8 @@ holds there. The kernel exercises of lessons 03 and 04 put 16 bytes of poison (N
 every row, so such a load spoils the result instead of reading the next row's first
 element. These tests read the padded memory the way a GPU would (by address, ignoring the
 view's shape) and check that the comparisons reject the result with a message that names
-the cause; in the simulator the same bug raises IndexError (see the BUGGY lists of the
-lesson tests).
+the cause; in the simulator the same bug raises IndexError (see the buggy variants in
+grader/exercises/<lesson>/variants/).
 """
 
 import numpy as np
