@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
 from grader.runner import definitions_namespace  # noqa: E402
 from workbook.bench import device_name, time_gpu  # noqa: E402
-from workbook.memory import empty_pool, pool_stats, use_pool  # noqa: E402
+from workbook.memory import pool_stats, use_pool  # noqa: E402
 
 ROWS = 49152
 COLS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -83,14 +83,12 @@ def per_call_us(calls, repeat: int = REPEAT) -> float:
 
 
 def free_memory() -> None:
-    """Give the memory of the last shape back (torch's cache and the workbook's pool)."""
+    """Drop the last shape's arrays. Neither PyTorch's cache nor the workbook's pool is
+    emptied: the sweep runs as a user's session would, both libraries allocating in one
+    process, and the memory each holds at the end of a section is recorded."""
     import gc
 
-    import torch
-
     gc.collect()
-    empty_pool()
-    torch.cuda.empty_cache()
 
 
 def kernel_us(fn) -> float:
@@ -203,7 +201,7 @@ def softmax_shape(ns, dtype: str, cols: int) -> tuple[list, list]:
     xs = [torch.randn(ROWS, cols, device="cuda", dtype=getattr(torch, dtype), generator=gen)
           for _ in range(2)]
     dxs = [as_array(x) for x in xs]
-    softmax, softmax_gpu = ns["softmax(x)"], ns["softmax_gpu"]
+    softmax, softmax_gpu = ns["softmax"], ns["softmax_gpu"]
     want = torch.softmax(xs[1], dim=1).float()
     got = torch.as_tensor(softmax(dxs[1]), device="cuda").float()
     tol = dict(atol=1e-6, rtol=1e-4) if dtype == "float32" else dict(atol=1e-4, rtol=1e-2)
@@ -330,7 +328,12 @@ def main() -> None:
         raise SystemExit("this benchmark needs a GPU (WORKBOOK_MODE=gpu)")
     cols_list = (32, 1024, 8192) if args.quick else COLS
     started = time.monotonic()
-    parts = {}
+    # PyTorch first, as a user comparing with it imports it: the notebooks' use_pool() then
+    # takes its blocks from PyTorch's caching allocator (one pool in the process)
+    import torch
+
+    torch.cuda.init()
+    parts, memory = {}, []
     for lesson in args.lessons.split(","):
         name, notebook = LESSONS[lesson][:2]
         ns = definitions_namespace(ROOT / notebook)
@@ -343,13 +346,31 @@ def main() -> None:
             end_rows, kernel_rows = ccl_rows(ns, CCL_SIZE,
                                              CCL_DENSITIES[:1] if args.quick else CCL_DENSITIES)
         parts[name] = part_for(lesson, end_rows, kernel_rows)
-        stats = pool_stats()
-        print(f"{lesson}: done at {time.monotonic() - started:.0f} s; pool {stats}", flush=True)
+        memory.append(memory_held(lesson))
+        print(f"{lesson}: done at {time.monotonic() - started:.0f} s; {memory[-1]}", flush=True)
         record(args.out_dir / f"{name}.json", parts[name])
     if args.json:
         args.json.write_text(json.dumps({"device": device_name(),
                                          "date": datetime.date.today().isoformat(),
-                                         "parts": parts}, indent=1) + "\n")
+                                         "parts": parts, "memory": memory}, indent=1) + "\n")
+
+
+def memory_held(section: str) -> dict:
+    """GPU memory after a section, in GB: PyTorch's cache (reserved) and its live tensors
+    (allocated), the workbook pool's blocks (held) and the free ones among them, the
+    device's free memory; before anything is given back."""
+    import torch
+    from numba import cuda
+
+    stats = pool_stats()
+    free, _ = cuda.current_context().get_memory_info()
+    gb = 1e-9
+    return {"section": section, "torch_reserved_gb": round(torch.cuda.memory_reserved() * gb, 2),
+            "torch_allocated_gb": round(torch.cuda.memory_allocated() * gb, 2),
+            "pool_held_gb": round(stats.held_bytes * gb, 2) if stats else 0.0,
+            "pool_free_gb": round(stats.free_bytes * gb, 2) if stats else 0.0,
+            "pool_backend": stats.backend if stats else "none",
+            "device_free_gb": round(free * gb, 2)}
 
 
 def record(path: Path, part: dict) -> None:

@@ -217,6 +217,22 @@ def test_new_arrays_and_scalars_are_written_the_same_arrays_reused(driver_stand_
     assert third[4:9] == [0x50000, 7, 2, 8, 4] and third[16] == -2.0 and third[26] is True
 
 
+def test_only_the_arguments_that_changed_are_checked_and_written(driver_stand_in):
+    args = _axpy_args()
+    launch = prepare(axpy_rows, 1, (4, 4), 0, args)
+    launch(*args)
+    written = []
+    for k, packer in enumerate(launch.fast.packers):
+        packer.write = (lambda write, k: lambda arg: (written.append(k), write(arg)))(
+            packer.write, k)
+    other = _axpy_args(x_pointer=0x50000)
+    launch(other[0], *args[1:])  # a new first array, the rest the very same objects
+    assert written == [0]
+    assert driver_stand_in[-1]["params"][4] == 0x50000
+    launch(other[0], *args[1:])
+    assert written == [0]
+
+
 def test_arguments_of_another_kind_are_left_to_numba(driver_stand_in, monkeypatch):
     args = _axpy_args()
     launch = prepare(axpy_rows, 1, (4, 4), 0, args)

@@ -104,7 +104,7 @@ class _DriverLaunch:
         handle = int(overload._codelibrary.get_cufunc().handle)
         self._launch = functools.partial(_driver_launch_function(), handle, *_dim3(grid),
                                          *_dim3(block), shared, None, self.params, None)
-        self._last_args: tuple = ()
+        self._last_args: list | None = None  # per argument: "the same as this one?"
         if not self.accepts(args):
             raise TypeError("the example arguments do not match the compiled kernel")
 
@@ -115,19 +115,30 @@ class _DriverLaunch:
     def same_as_last(self, args) -> bool:
         """The very arrays, and equal scalars, of the last launch (accepted then)."""
         last = self._last_args
-        return len(args) == len(last) and all(seen(a) for seen, a in zip(last, args))
+        return last is not None and len(args) == len(last) and all(
+            seen(a) for seen, a in zip(last, args))
 
     def try_launch(self, args) -> bool:
-        """Launch if ``args`` are of the compiled kinds; False (nothing launched) if not."""
-        if not self.same_as_last(args):
-            if not self.accepts(args):
-                return False
-            for packer, arg in zip(self.packers, args):
-                packer.write(arg)
-            self._last_args = tuple(_remember(a) for a in args)
+        """Launch if ``args`` are of the compiled kinds; False (nothing launched) if not.
+        Only the arguments that changed since the last launch are checked and written (a
+        function called in a loop usually changes its arrays only, or some of them)."""
+        packers, last = self.packers, self._last_args
+        if len(args) != len(packers):
+            return False
+        changed = (range(len(args)) if last is None
+                   else [k for k, arg in enumerate(args) if not last[k](arg)])
+        if changed:
+            for k in changed:
+                if not packers[k].accepts(args[k]):
+                    return False
+            if last is None:
+                last = self._last_args = [None] * len(args)
+            for k in changed:
+                packers[k].write(args[k])
+                last[k] = _remember(args[k])
         status = self._launch()
         if status:
-            self._last_args = ()
+            self._last_args = None
             raise CudaLaunchError(f"cuLaunchKernel failed with CUresult {status}")
         return True
 

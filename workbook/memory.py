@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import os
 import sys
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -218,11 +217,11 @@ def _manager_class():
                 allocations.pop(key, None)
                 pool.give(pointer, cls)
 
-            # as numba's own manager: the pointer lives while an owner references it
-            memory = drv.AutoFreePointer(weakref.proxy(self.context), pointer, size,
-                                         finalizer=give_back)
-            allocations[key] = memory
-            return memory.own()
+            # as numba's own manager: the block lives while an owner (an array, a view)
+            # references it, counted in its refct; cheaper objects than numba's own
+            block = PooledBlock(self.context, pointer, size, give_back)
+            allocations[key] = block
+            return BlockOwner(block)
 
         def get_memory_info(self):
             free, total = drv.driver.cuMemGetInfo()
@@ -238,6 +237,45 @@ def _manager_class():
         @property
         def interface_version(self):
             return 1
+
+    class PooledBlock(drv.MemoryPointer):
+        """A pooled block: numba's ``AutoFreePointer`` without a ``weakref.finalize``
+        (1-2 us to make and to run); ``free`` gives it back when its count of owners
+        (``refct``, kept by :class:`BlockOwner` and numba's views) reaches 0."""
+
+        def __init__(self, context, pointer, size, release):
+            self.context = context
+            self.device_pointer = self.handle = pointer
+            self.size = self._cuda_memsize_ = size
+            self.is_managed = True
+            self.refct = 0
+            self._owner = None
+            self._release = release
+
+        def free(self):
+            release, self._release = self._release, None
+            if release is None:
+                raise RuntimeError("Freeing dead memory")
+            release()
+
+    class BlockOwner(drv.OwnedPointer):
+        """An array's reference to its block (numba's ``OwnedPointer`` counts its owners
+        with a ``weakref.finalize``; this with ``__del__``, which CPython runs as soon as
+        the array goes)."""
+
+        def __init__(self, block):
+            self._mem = self._view = block
+            block.refct += 1
+            self.device_ctypes_pointer = block.device_ctypes_pointer
+
+        def __del__(self):
+            block = self._mem
+            block.refct -= 1
+            if block.refct == 0:
+                try:
+                    block.free()
+                except Exception:  # noqa: BLE001  (interpreter shutdown: nothing to give to)
+                    pass
 
     return PoolingMemoryManager
 
@@ -316,34 +354,75 @@ def empty(shape, dtype):
     first makes sure a CUDA context is current (two driver calls through numba's context
     stack, about 25 us of the 38 us it takes even from the pool, measured on an H100), and
     a function that allocates its outputs on every call pays that each time."""
-    from numba import cuda
-
     manager = _active
     if manager is None:
+        from numba import cuda
+
         return cuda.device_array(shape, dtype)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    layout = _LAYOUTS.get((shape, dtype))
+    if layout is None:
+        layout = _c_layout(shape, dtype)
+        if layout is None:  # no elements
+            from numba import cuda
+
+            return cuda.device_array(shape, dtype)
+    return _device_array(layout, manager.memalloc(layout[-1]))
+
+
+def flat(array):
+    """``array.reshape(array.size)`` for a C-contiguous device array, without the cost of
+    numba's general reshape (a view of the same memory)."""
+    if _active is None or array.size == 0 or not array.is_c_contiguous():
+        return array.reshape(array.size)
+    layout = _LAYOUTS.get(((array.size,), array.dtype)) or _c_layout((array.size,),
+                                                                      array.dtype)
+    return _device_array(layout, array.gpu_data)
+
+
+# A device array's layout by (shape, dtype): what numba's DeviceNDArray constructor works
+# out on every call (about 5 us of Python), worked out once: normalised shape, strides,
+# dtype, the descriptor numba keeps beside the pointer (immutable), size and bytes.
+_LAYOUTS: dict = {}
+_MAX_LAYOUTS = 4096
+
+
+def _c_layout(shape: tuple, dtype):
+    """The layout of a C-contiguous ``shape`` of ``dtype`` (remembered), or None if empty."""
     import numpy as np
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    key = (shape, dtype)
     dtype = np.dtype(dtype)
     strides, step = [], dtype.itemsize
     for extent in reversed(shape):
         strides.append(step)
         step *= extent
     if step == 0:
-        return cuda.device_array(shape, dtype)
-    return DeviceNDArray(shape, tuple(reversed(strides)), dtype, gpu_data=manager.memalloc(step))
+        return None
+    model = DeviceNDArray(shape, tuple(reversed(strides)), dtype, gpu_data=_NO_MEMORY)
+    layout = (model.shape, model.strides, model.dtype, model._dummy, model.size,
+              model.alloc_size)
+    if len(_LAYOUTS) >= _MAX_LAYOUTS:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = layout
+    return layout
 
 
-def flat(array):
-    """``array.reshape(array.size)`` for a C-contiguous device array, without the cost of
-    numba's general reshape (a view of the same memory)."""
-    if _active is None or not array.is_c_contiguous() or array.size == 0:
-        return array.reshape(array.size)
+_NO_MEMORY = object()  # stands in for gpu_data while numba's constructor works out a layout
+
+
+def _device_array(layout, gpu_data):
+    """A DeviceNDArray of ``layout`` on ``gpu_data``, with the attributes numba's
+    constructor sets (``DeviceNDArrayBase.__init__``, numba-cuda 0.30) and none of its work."""
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
-    return DeviceNDArray((array.size,), (array.dtype.itemsize,), array.dtype,
-                         gpu_data=array.gpu_data)
+    array = DeviceNDArray.__new__(DeviceNDArray)
+    array.shape, array.strides, array.dtype, array._dummy, array.size, array.alloc_size = layout
+    array.ndim = len(array.shape)
+    array.gpu_data = gpu_data
+    array.stream = 0
+    return array
 
 
 def empty_pool() -> None:
