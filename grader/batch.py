@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import tempfile
 import traceback
@@ -296,6 +297,17 @@ class _Results:
         write_atomic(self.out / "summary.md", summary.markdown())
 
 
+def shared_reference_profiles(envs: list[dict[str, str]], out: Path) -> list[dict[str, str]]:
+    """The workers' environments with one folder for the reference solution's profiles
+    (``out/.reference-profiles``, unless ``WORKBOOK_REFERENCE_PROFILES`` names one): each
+    reference is profiled once per GPU model, not once per notebook (see
+    :mod:`grader.reference_profiles`)."""
+    from grader.reference_profiles import CACHE_ENV
+
+    folder = os.environ.get(CACHE_ENV) or str(Path(out).resolve() / ".reference-profiles")
+    return [{**env, CACHE_ENV: folder} for env in envs]
+
+
 def grade_class(
     root: Path,
     out: Path,
@@ -348,7 +360,8 @@ def grade_class(
         from workbook.mode import resolve
 
         mode = resolve(mode)
-        cluster = local_cluster(local_worker_env(mode, workers))
+        cluster = local_cluster(shared_reference_profiles(local_worker_env(mode, workers),
+                                                          out))
     try:
         with Client(scheduler or cluster, set_as_default=False) as client:
             if cluster is None:

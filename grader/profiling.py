@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from grader import exercises as catalogue
-from grader import ncu
+from grader import ncu, reference_profiles
 from grader.metric_rules import FAILED, format_outcome
 from grader.ncu import NotAssessed, read_metrics
 from grader.notebook import load
@@ -137,6 +137,9 @@ def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
     """Split one ncu report into its segments and keep each exercise's profiled launch."""
     by_id = {ex.id: ex for ex in exercises}
     for event in attempt.events:
+        if "stored" in event:  # a reference profile measured before (grader.reference_profiles)
+            exercise_id, who = event["stored"]
+            found.setdefault(exercise_id, {})[who] = event["metrics"]
         for key in ("skipped", "failed"):
             if key in event:
                 exercise_id, who = event[key]
@@ -169,6 +172,14 @@ def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
             reasons.setdefault(exercise_id, f"ncu profiled no launch of "
                                             f"{kernel_pattern(by_id[exercise_id]).pattern} "
                                             f"for the {who}")
+    for event in attempt.events:
+        if "store_as" in event:
+            exercise_id, who, key = event["store_as"]
+            launch = found.get(exercise_id, {}).get(who)
+            if launch is not None:
+                rules = {rule.metric for rule in by_id[exercise_id].metric_rules}
+                reference_profiles.store(key, {k: v for k, v in launch.items()
+                                               if k in rules or k == "kernel"})
 
 
 def kernel_pattern(exercise) -> re.Pattern:

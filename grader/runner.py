@@ -197,15 +197,38 @@ def profile_job(job: dict, events: Events) -> None:
     """Make each exercise's profiling launches for every program that profiles it, in the
     job's order: one process (one ncu run) for a notebook and its reference, or for every
     variant of a lesson (``benchmarks/metric_rules.py``)."""
+    from grader import reference_profiles
     from grader.exercises import get
 
     programs = [(label, only, Program(cells)) for label, only, cells in job_programs(job)]
+    gpu = reference_profiles.gpu_identity() if reference_profiles.cache_dir() else None
     for exercise_id in job["exercise_ids"]:
         exercise = get(exercise_id)
         events.emit(start=exercise_id)
         for label, only, program in programs:
-            if only in (None, exercise_id):
-                profile_exercise(exercise, label, program, events)
+            if only not in (None, exercise_id):
+                continue
+            if gpu and label == "reference" and _stored_reference(exercise, program, gpu,
+                                                                   events):
+                continue
+            profile_exercise(exercise, label, program, events)
+
+
+def _stored_reference(exercise, program: Program, gpu: str, events: Events) -> bool:
+    """Whether the reference's profile of the exercise is stored for this GPU (see
+    :mod:`grader.reference_profiles`): then it is passed on, else its key is, for the
+    parent to store what ncu measures."""
+    from grader import reference_profiles
+
+    metrics = sorted({rule.metric for rule in exercise.metric_rules})
+    cells = program.cells[:program.checkpoint(exercise.id)]
+    key = reference_profiles.profile_key(exercise, metrics, cells, gpu)
+    stored = reference_profiles.load(key)
+    if stored is not None:
+        events.emit(stored=[exercise.id, "reference"], metrics=stored)
+        return True
+    events.emit(store_as=[exercise.id, "reference", key])
+    return False
 
 
 def restart_after(result: ExerciseResult) -> bool:

@@ -222,9 +222,16 @@ def test_only_the_arguments_that_changed_are_checked_and_written(driver_stand_in
     launch = prepare(axpy_rows, 1, (4, 4), 0, args)
     launch(*args)
     written = []
+
+    def recording(position, write):
+        def record(arg):
+            written.append(position)
+            write(arg)
+
+        return record
+
     for k, packer in enumerate(launch.fast.packers):
-        packer.write = (lambda write, k: lambda arg: (written.append(k), write(arg)))(
-            packer.write, k)
+        packer.write = recording(k, packer.write)
     other = _axpy_args(x_pointer=0x50000)
     launch(other[0], *args[1:])  # a new first array, the rest the very same objects
     assert written == [0]
