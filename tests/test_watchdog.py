@@ -330,3 +330,19 @@ def test_notebook_check_in_gpu_mode_arms_the_notice(monkeypatch, capsys):
     monkeypatch.setattr(grader.exercise, "check_exercise", slow_check)
     assert grader.check("reduction.simple", namespace={}) == "result"
     assert "reduction.simple: the check is still running after 0.2 s" in capsys.readouterr().out
+
+
+def test_a_stop_that_lands_in_a_callback_is_not_reported_other_errors_are(monkeypatch):
+    """A KernelStopped raised in a thread while it runs a weakref callback or __del__ is
+    'Exception ignored in ...' for Python: the stop did its job, nothing to report."""
+    import types
+
+    from workbook.sim import watchdog
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    watchdog._quiet_stopped_threads()
+    watchdog._quiet_stopped_threads()  # idempotent: wrapped once
+    for exc_type in (watchdog.KernelStopped, ValueError):
+        sys.unraisablehook(types.SimpleNamespace(exc_type=exc_type))
+    assert [a.exc_type for a in seen] == [ValueError]

@@ -45,17 +45,26 @@ class KernelStopped(BaseException):
 
 
 def _quiet_stopped_threads() -> None:
-    """Threads ended by :class:`KernelStopped` end silently (idempotent)."""
+    """Threads ended by :class:`KernelStopped` end silently, and so does a stop that lands
+    where Python cannot raise it (a weakref callback or ``__del__`` the thread happened to
+    run: "Exception ignored in ..."); other errors go to the hooks installed before
+    (idempotent)."""
     previous = threading.excepthook
-    if getattr(previous, "_workbook_quiet", False):
-        return
+    if not getattr(previous, "_workbook_quiet", False):
+        def hook(args):
+            if not issubclass(args.exc_type, KernelStopped):
+                previous(args)
 
-    def hook(args):
-        if not issubclass(args.exc_type, KernelStopped):
-            previous(args)
+        hook._workbook_quiet = True
+        threading.excepthook = hook
+    unraisable = sys.unraisablehook
+    if not getattr(unraisable, "_workbook_quiet", False):
+        def unraisable_hook(args):
+            if not (args.exc_type and issubclass(args.exc_type, KernelStopped)):
+                unraisable(args)
 
-    hook._workbook_quiet = True
-    threading.excepthook = hook
+        unraisable_hook._workbook_quiet = True
+        sys.unraisablehook = unraisable_hook
 
 
 def check_timeout() -> float:
