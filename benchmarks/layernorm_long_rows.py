@@ -1,0 +1,86 @@
+"""Float16 LayerNorm of long rows: ``layer_norm_packed``'s plan against its block kernels (GPU).
+
+    COLS=2048,16384,32768 python benchmarks/layernorm_long_rows.py OUT.json
+
+Times, on a (49152, cols) float16 input with an affine transform, the kernel lesson 04's
+``plan_layer_norm_packed`` chooses, and the cached block kernel (its row in shared memory
+as float32) with 128-1024 threads, a grid of the plan's waves or one block per row, beside
+``torch.native_layer_norm`` (CUDA events, L2 flushed); each result is checked against
+``F.layer_norm`` in float32.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
+from grader.runner import definitions_namespace  # noqa: E402
+from workbook.bench import time_gpu  # noqa: E402
+from workbook.occupancy import allow_dynamic_shared_memory, max_active_blocks  # noqa: E402
+
+ROWS = 49152
+
+
+def measure(ns, cols: int) -> list[dict]:
+    import torch
+    import torch.nn.functional as F
+    from numba import cuda
+
+    x = torch.randn(ROWS, cols, device="cuda", dtype=torch.float16)
+    w = (1 + 0.5 * torch.randn(cols, device="cuda")).half()
+    b = torch.randn(cols, device="cuda").half()
+    y = torch.empty_like(x)
+    mean, rstd = (torch.empty(ROWS, device="cuda") for _ in range(2))
+    as_array = cuda.as_cuda_array
+    args = (as_array(x.reshape(-1)), as_array(w), as_array(b), True, np.float32(1e-5),
+            as_array(y.reshape(-1)), as_array(mean), as_array(rstd), cols)
+    want = F.layer_norm(x.float(), (cols,), w.float(), b.float(), 1e-5)
+    torch_us = time_gpu(lambda: torch.native_layer_norm(x, (cols,), w, b, 1e-5),
+                        inner=5).median_ms * 1e3
+    print(f"float16 cols {cols} torch {torch_us:.1f} us", flush=True)
+    rows = [{"cols": cols, "what": "torch", "us": torch_us}]
+    kind, kernel, grid, block, shared = ns["plan_layer_norm_packed"](args)
+    choices = [(f"plan: {kind} grid={grid} T={block}", kernel, grid, block, shared)]
+    cached = ns["make_block_layernorm_packed"](np.dtype(np.float16), True)
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    allow_dynamic_shared_memory(cached, cols * 4, args)
+    for threads in (128, 256, 512, 1024):
+        resident = max(1, max_active_blocks(cached, threads, cols * 4, args))
+        for size, name in ((min(ROWS, ns["WAVES"] * resident * sms), "waves"), (ROWS, "rows")):
+            choices.append((f"block cached T={threads} grid={name}", cached, size, threads,
+                            cols * 4))
+    for name, kernel, grid, threads, shared in choices:
+        def launch(kernel=kernel, grid=grid, threads=threads, shared=shared):
+            kernel[grid, threads, 0, shared](*args)
+
+        launch()
+        cuda.synchronize()
+        error = (y.float() - want).abs().max().item()
+        us = time_gpu(launch, inner=5).median_ms * 1e3
+        print(f"float16 cols {cols} {name:40s} {us:9.1f} us  x{torch_us / us:.2f} "
+              f"maxerr {error:.2e}", flush=True)
+        rows.append({"cols": cols, "what": name, "us": us, "ratio": torch_us / us,
+                     "err": error})
+    return rows
+
+
+def main() -> None:
+    if workbook.MODE != "gpu":
+        raise SystemExit("this benchmark needs a GPU (WORKBOOK_MODE=gpu)")
+    ns = definitions_namespace(ROOT / "solutions/04_layernorm/layernorm.ipynb")
+    columns = [int(c) for c in os.environ.get("COLS", "2048,16384,32768").split(",")]
+    rows = [r for cols in columns for r in measure(ns, cols)]
+    Path(sys.argv[1] if len(sys.argv) > 1 else "layernorm_long_rows.json").write_text(
+        json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
