@@ -52,6 +52,7 @@ ALLOWED = [
         "tests/test_launch.py::test_fast_path_is_taken_on_a_gpu",
         "tests/test_launch.py::test_a_prepared_launch_does_not_keep_its_last_arrays_alive",
         "tests/test_memory.py::test_device_arrays_come_back_from_the_pool_with_their_data_intact",
+        "tests/test_memory_policy.py::test_pytorch_imported_after_the_pool_serves_its_next_blocks",
         "tests/test_metric_rules.py::test_metric_grading_on_the_gpu",
         "tests/test_sim_sanitizer.py::test_compute_sanitizer_catches_a_missing_barrier",
         "tests/test_workbook_runtime.py::test_timing_measures_a_kernel_on_the_gpu",
@@ -68,6 +69,8 @@ ALLOWED = [
             NO_SANITIZER, ("gpu",)),
     Allowed("tests/test_memory_policy.py::test_alternating_torch_and_workbook_allocations_never_"
             "run_out", r"PyTorch is not installed", ("gpu",)),
+    Allowed("tests/test_memory_policy.py::test_pytorch_imported_after_the_pool_serves_its_next_"
+            "blocks", r"PyTorch is not installed", ("gpu",)),
     # on a GPU
     Allowed("tests/*", r"checks a simulator-only feature", ("gpu",)),
     Allowed("tests/test_sim_foreign.py::test_stmatrix", r"stmatrix needs sm_90", ("gpu",)),

@@ -5,6 +5,8 @@ The policy is tested on a stand-in driver (plain Python); the GPU tests alternat
 PyTorch and workbook allocations on a real device.
 """
 
+import json
+import os
 import sys
 import types
 
@@ -201,3 +203,81 @@ def test_alternating_torch_and_workbook_allocations_never_run_out(backend):
         if previous is not None:
             memory._pool_managers[id(cuda.current_context())] = previous
         torch.cuda.empty_cache()
+
+
+def test_a_pool_made_before_pytorch_shares_its_cache_once_pytorch_is_loaded(monkeypatch):
+    """BlockSource: blocks from the driver until PyTorch is imported, from PyTorch's
+    allocator after; each freed to where it came from."""
+    from workbook.memory import BlockSource
+
+    driver = Driver(1 << 30)
+    calls: list = []
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    source = BlockSource(driver.alloc, driver.free, lambda: torch_allocator(device=0))
+    early = source.alloc(2 * MiB)
+    assert source.stats.backend == "driver" and driver.used == 2 * MiB
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(calls, free_memory=1 << 30))
+    late = source.alloc(4 * MiB)
+    assert source.stats.backend == "torch" and calls == [("alloc", 4 * MiB, 0)]
+    assert driver.used == 2 * MiB  # nothing more from the driver
+    source.free(early)
+    source.free(late)
+    assert driver.freed == [early] and calls[-1] == ("delete", late)
+
+
+def test_the_driver_backend_never_takes_from_pytorch(monkeypatch):
+    from workbook.memory import BlockSource
+
+    driver = Driver(1 << 30)
+    calls: list = []
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(calls, free_memory=1 << 30))
+    source = BlockSource(driver.alloc, driver.free, None)
+    handle = source.alloc(MiB)
+    source.free(handle)
+    assert not calls and driver.freed == [handle] and source.stats.backend == "driver"
+
+
+def test_a_pointer_that_cannot_be_made_goes_back_to_pytorch(monkeypatch):
+    from workbook.memory import BlockSource
+
+    calls: list = []
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(calls, free_memory=1 << 30))
+
+    def broken(address):
+        raise TypeError("no pointer type")
+
+    source = BlockSource(None, None, lambda: torch_allocator(device=0), broken)
+    with pytest.raises(TypeError):
+        source.alloc(MiB)
+    assert [c[0] for c in calls] == ["alloc", "delete"]
+
+
+LATE_TORCH = '''
+import json
+import workbook
+from workbook import memory
+
+memory.use_pool()
+first = memory.empty(1 << 20, "float32")  # before PyTorch: from the driver
+import torch  # noqa: E402
+
+before = torch.cuda.memory_allocated()
+second = memory.empty(1 << 22, "float32")  # after: from PyTorch's allocator
+grew = torch.cuda.memory_allocated() - before
+del first, second
+print(json.dumps({"backend": memory.pool_stats().backend, "grew": grew}))
+'''
+
+
+@pytest.mark.gpu
+def test_pytorch_imported_after_the_pool_serves_its_next_blocks(tmp_path):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    import subprocess
+
+    script = tmp_path / "late_torch.py"
+    script.write_text(LATE_TORCH)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, WORKBOOK_MEMORY_POOL="1"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["backend"] == "torch" and found["grew"] >= 4 << 20

@@ -17,9 +17,10 @@ kernel that writes a recycled block runs after every kernel that used it before
 (PyTorch records each block's stream for the same reason; a program that uses other
 streams must not use this pool).
 
-One pool per process: when PyTorch is loaded (imported before ``use_pool()``), the pool
+One pool per process: once PyTorch is loaded (before or after ``use_pool()``), the pool
 takes new blocks from PyTorch's caching allocator (``torch.cuda.caching_allocator_alloc`` /
-``caching_allocator_delete``) and gives freed ones back to it, so that memory one library
+``caching_allocator_delete``) and gives freed ones back to it (blocks it took from the
+driver before go back to the driver), so that memory one library
 freed serves the other: two caches side by side each hold their peak and starve each other
 (on an H100, after softmax and LayerNorm sweeps beside torch, PyTorch's cache held 45.1 GB
 and this pool 25.7 GB of free blocks, 13.6 GB of the 80 GB left free). Either way the pool
@@ -183,17 +184,14 @@ def _manager_class():
         def __init__(self, *args, backend: str = "auto", **kwargs):
             super().__init__(*args, **kwargs)
             # numba makes one instance without a context to read interface_version
-            shared = (None if backend == "driver" or self.context is None
-                      else torch_allocator(self.context.device.id))
-            if shared is None:
-                self.pool = BlockPool(self._driver_alloc, drv.driver.cuMemFree,
-                                      on_pressure=empty_other_caches)
-            else:  # new blocks from PyTorch's cache, and freed ones beyond the limit to it
-                alloc, free = shared
-                self.pool = BlockPool(_wrapped(drv, alloc, free),
-                                      lambda handle: free(int(handle)),
-                                      on_pressure=empty_other_caches)
-                self.pool.stats.backend = "torch"
+            device = None if self.context is None else self.context.device.id
+            source = BlockSource(self._driver_alloc, drv.driver.cuMemFree,
+                                 None if backend == "driver" or device is None
+                                 else lambda: torch_allocator(device),
+                                 lambda address: _device_pointer(drv, address))
+            self.pool = BlockPool(source.alloc, source.free, on_pressure=empty_other_caches)
+            source.stats = self.pool.stats
+            source.alloc(0, probe=True)  # "torch" from the start where PyTorch is loaded
 
         @staticmethod
         def _driver_alloc(nbytes):
@@ -280,6 +278,52 @@ def _manager_class():
     return PoolingMemoryManager
 
 
+class BlockSource:
+    """Where a pool's new blocks come from, and where each goes back: PyTorch's caching
+    allocator once PyTorch is loaded (``shared()`` returns its ``(alloc, free)``; None until
+    then), the driver before, or always without ``shared``. A block goes back to where it
+    came from, so a pool made before ``import torch`` (a notebook that compares with
+    PyTorch later) still shares one cache with it from then on."""
+
+    def __init__(self, driver_alloc, driver_free, shared=None, pointer=lambda a: a):
+        self.driver_alloc, self.driver_free = driver_alloc, driver_free
+        self.shared, self.pointer = shared, pointer
+        self.torch = None  # PyTorch's (alloc, free), once found
+        self.from_driver: set[int] = set()
+        self.stats = PoolStats()
+
+    def _torch(self):
+        if self.torch is None and self.shared is not None and "torch" in sys.modules:
+            self.torch = self.shared()
+            if self.torch is not None:
+                self.stats.backend = "torch"
+        return self.torch
+
+    def alloc(self, nbytes: int, probe: bool = False):
+        shared = self._torch()
+        if probe:
+            return None
+        if shared is None:
+            handle = self.driver_alloc(nbytes)
+            self.from_driver.add(int(handle))
+            return handle
+        alloc, free = shared
+        address = alloc(nbytes)
+        try:
+            return self.pointer(address)
+        except BaseException:
+            free(address)
+            raise
+
+    def free(self, handle) -> None:
+        address = int(handle)
+        if address in self.from_driver:
+            self.from_driver.discard(address)
+            self.driver_free(handle)
+        else:
+            self.torch[1](address)
+
+
 def _device_pointer(drv, address: int):
     """An int device address as the pointer type numba's driver binding uses (the NVIDIA
     binding's CUdeviceptr; ctypes where an older numba-cuda runs without it)."""
@@ -293,19 +337,6 @@ def _device_pointer(drv, address: int):
     return drvapi.cu_device_ptr(address)
 
 
-def _wrapped(drv, alloc, free):
-    """``alloc`` whose int pointers come back as driver pointers (freed if that fails)."""
-    def allocate(nbytes: int):
-        address = alloc(nbytes)
-        try:
-            return _device_pointer(drv, address)
-        except BaseException:
-            free(address)
-            raise
-
-    return allocate
-
-
 _manager = None
 _active = None  # the pool manager use_pool() installed last (its context is the current one)
 _numba_managers: dict = {}  # id(context) -> the memory manager numba gave it
@@ -316,8 +347,9 @@ def use_pool(enabled: bool = True, backend: str = "auto"):
     """Serve numba's device allocations from a caching pool (GPU mode); returns the
     current context's memory manager, or None in the simulator. ``enabled=False`` gives
     the current context numba's own manager back (for measuring the difference).
-    ``backend``: "auto" (PyTorch's caching allocator if PyTorch is loaded, else the
-    driver), "torch" or "driver"; it applies when the context's pool is first made."""
+    ``backend``: "auto" (PyTorch's caching allocator once PyTorch is loaded, the driver
+    before: see :class:`BlockSource`), "torch" or "driver"; it applies when the context's
+    pool is first made."""
     if backend not in ("auto", "torch", "driver"):
         raise ValueError(f"backend={backend!r}: expected 'auto', 'torch' or 'driver'")
     if backend == "torch" and "torch" not in sys.modules:
