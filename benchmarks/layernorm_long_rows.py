@@ -3,10 +3,10 @@
     COLS=2048,16384,32768 python benchmarks/layernorm_long_rows.py OUT.json
 
 Times, on a (49152, cols) float16 input with an affine transform, the kernel lesson 04's
-``plan_layer_norm_packed`` chooses, and the cached block kernel (its row in shared memory
-as float32) with 128-1024 threads, a grid of the plan's waves or one block per row, beside
-``torch.native_layer_norm`` (CUDA events, L2 flushed); each result is checked against
-``F.layer_norm`` in float32.
+``plan_layer_norm_packed`` chooses, and the block kernels, uncached and cached (the row in
+shared memory as float32), with 128-1024 threads, a grid of the plan's waves or one block
+per row, beside ``torch.native_layer_norm`` (CUDA events, L2 flushed); each result is
+checked against ``F.layer_norm`` in float32.
 """
 
 from __future__ import annotations
@@ -49,14 +49,17 @@ def measure(ns, cols: int) -> list[dict]:
     rows = [{"cols": cols, "what": "torch", "us": torch_us}]
     kind, kernel, grid, block, shared = ns["plan_layer_norm_packed"](args)
     choices = [(f"plan: {kind} grid={grid} T={block}", kernel, grid, block, shared)]
-    cached = ns["make_block_layernorm_packed"](np.dtype(np.float16), True)
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    allow_dynamic_shared_memory(cached, cols * 4, args)
-    for threads in (128, 256, 512, 1024):
-        resident = max(1, max_active_blocks(cached, threads, cols * 4, args))
-        for size, name in ((min(ROWS, ns["WAVES"] * resident * sms), "waves"), (ROWS, "rows")):
-            choices.append((f"block cached T={threads} grid={name}", cached, size, threads,
-                            cols * 4))
+    for cached in (False, True):
+        kernel = ns["make_block_layernorm_packed"](np.dtype(np.float16), cached)
+        shared = cols * 4 if cached else 0
+        allow_dynamic_shared_memory(kernel, shared, args)
+        for threads in (128, 256, 512, 1024):
+            resident = max(1, max_active_blocks(kernel, threads, shared, args))
+            for size, name in ((min(ROWS, ns["WAVES"] * resident * sms), "waves"),
+                               (ROWS, "rows")):
+                choices.append((f"block {'cached' if cached else 'uncached'} T={threads} "
+                                f"grid={name}", kernel, size, threads, shared))
     for name, kernel, grid, threads, shared in choices:
         def launch(kernel=kernel, grid=grid, threads=threads, shared=shared):
             kernel[grid, threads, 0, shared](*args)
