@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from grader import exercises as catalogue
+from grader import kernel_cache
 from grader import sanitizer as tools
 from grader.notebook import LessonNotebook, NotebookError
 from grader.profiling import apply_metrics, not_assessed, profile_notebook
@@ -131,10 +132,11 @@ def grade_notebook(
     timeout = timeout or DEFAULT_TIMEOUT[mode]
     progress = on_phase or (lambda phase, exercise_id: None)
 
-    results = run_phases(order, cells, mode, timeout, seed, sanitizers, progress)
     by_id = {e.id: e for e in chosen}
-    if mode == "gpu" and metrics:
-        profile_passed(results, [by_id[i] for i in order], cells, timeout, progress)
+    with kernel_cache.for_notebook(mode):  # the phases' processes share compiled kernels
+        results = run_phases(order, cells, mode, timeout, seed, sanitizers, progress)
+        if mode == "gpu" and metrics:
+            profile_passed(results, [by_id[i] for i in order], cells, timeout, progress)
     for exercise in chosen:
         result = results.get(exercise.id) or placeholder(
             exercise, NOT_IMPLEMENTED, f"no exercise cell for {exercise.id} in the notebook",

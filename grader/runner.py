@@ -156,6 +156,10 @@ def run_job(job: dict, events: Events) -> None:
     """Do ``job["action"]`` for each of ``job["exercise_ids"]``, in notebook order."""
     os.environ["WORKBOOK_MODE"] = job["mode"]
     import workbook  # noqa: F401  (chooses sim/gpu before numba.cuda is imported)
+    if job["mode"] == "gpu":
+        from grader import kernel_cache
+
+        kernel_cache.install()  # where grade_notebook made one for this notebook
     from grader.exercises import get
     from grader.gpu_compile.step import warm_up
 
