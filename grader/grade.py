@@ -13,7 +13,8 @@ Phases, for the exercises of one notebook:
 
 The checks, the sanitizer tools and the simulator run at the same time (each
 exercise's tools cannot change its check); profiling runs after them, alone on the
-GPU, since concurrent work would distort its timings. Each phase runs through
+GPU, since concurrent work would distort its timings. On a GPU the phases' processes share
+the notebook's compiled kernels (:mod:`grader.kernel_cache`). Each phase runs through
 :mod:`grader.session`: a hang or crash costs the exercise it happened in, never
 the others.
 """
