@@ -11,20 +11,12 @@ checked against ``F.layer_norm`` in float32.
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-from pathlib import Path
+import numpy as np
+from kernel_choices import run, time_choice  # beside this script
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-
-import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
-from grader.runner import definitions_namespace  # noqa: E402
-from workbook.bench import time_gpu  # noqa: E402
-from workbook.occupancy import allow_dynamic_shared_memory, max_active_blocks  # noqa: E402
+import workbook  # noqa: F401  (selects the mode before numba.cuda is imported)
+from workbook.bench import time_gpu
+from workbook.occupancy import allow_dynamic_shared_memory, max_active_blocks
 
 ROWS = 49152
 
@@ -64,25 +56,14 @@ def measure(ns, cols: int) -> list[dict]:
         def launch(kernel=kernel, grid=grid, threads=threads, shared=shared):
             kernel[grid, threads, 0, shared](*args)
 
-        launch()
-        cuda.synchronize()
-        error = (y.float() - want).abs().max().item()
-        us = time_gpu(launch, inner=5).median_ms * 1e3
-        print(f"float16 cols {cols} {name:40s} {us:9.1f} us  x{torch_us / us:.2f} "
-              f"maxerr {error:.2e}", flush=True)
-        rows.append({"cols": cols, "what": name, "us": us, "ratio": torch_us / us,
-                     "err": error})
+        rows.append(time_choice(cols, name, launch,
+                                lambda: (y.float() - want).abs().max().item(), torch_us))
     return rows
 
 
 def main() -> None:
-    if workbook.MODE != "gpu":
-        raise SystemExit("this benchmark needs a GPU (WORKBOOK_MODE=gpu)")
-    ns = definitions_namespace(ROOT / "solutions/04_layernorm/layernorm.ipynb")
-    columns = [int(c) for c in os.environ.get("COLS", "2048,16384,32768").split(",")]
-    rows = [r for cols in columns for r in measure(ns, cols)]
-    Path(sys.argv[1] if len(sys.argv) > 1 else "layernorm_long_rows.json").write_text(
-        json.dumps(rows, indent=1) + "\n")
+    run("solutions/04_layernorm/layernorm.ipynb", "2048,16384,32768", measure,
+        "layernorm_long_rows.json")
 
 
 if __name__ == "__main__":

@@ -11,20 +11,14 @@ Section 6 of lesson 03 chooses the uncached kernel's block size from this run.
 
 from __future__ import annotations
 
-import json
 import os
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import numpy as np
+from kernel_choices import run, time_choice  # beside this script
 
-import numpy as np  # noqa: E402
-
-import workbook  # noqa: E402,F401  (selects the mode before numba.cuda is imported)
-from grader.runner import definitions_namespace  # noqa: E402
-from workbook.bench import time_gpu  # noqa: E402
-from workbook.occupancy import allow_dynamic_shared_memory, max_active_blocks  # noqa: E402
+import workbook  # noqa: F401  (selects the mode before numba.cuda is imported)
+from workbook.bench import time_gpu
+from workbook.occupancy import allow_dynamic_shared_memory, max_active_blocks
 
 ROWS = 49152
 
@@ -68,25 +62,15 @@ def measure(ns, cols: int, rows_only: bool) -> list[dict]:
         def launch(kernel=kernel, grid=grid, threads=threads, shared=shared):
             kernel[grid, threads, 0, shared](dx, dy)
 
-        launch()
-        cuda.synchronize()
-        error = (y.float() - want).abs().max().item()
-        us = time_gpu(launch, inner=5).median_ms * 1e3
-        print(f"cols {cols} {name:32s} {us:9.1f} us  x{torch_us / us:.2f} maxerr {error:.2e}",
-              flush=True)
-        rows.append({"cols": cols, "what": name, "us": us, "ratio": torch_us / us,
-                     "err": error})
+        rows.append(time_choice(cols, name, launch,
+                                lambda: (y.float() - want).abs().max().item(), torch_us))
     return rows
 
 
 def main() -> None:
-    if workbook.MODE != "gpu":
-        raise SystemExit("this benchmark needs a GPU (WORKBOOK_MODE=gpu)")
-    ns = definitions_namespace(ROOT / "solutions/03_softmax/softmax.ipynb")
-    columns = [int(c) for c in os.environ.get("COLS", "16384,32768").split(",")]
-    rows = [r for cols in columns for r in measure(ns, cols, bool(os.environ.get("ROWS_ONLY")))]
-    Path(sys.argv[1] if len(sys.argv) > 1 else "softmax_long_rows.json").write_text(
-        json.dumps(rows, indent=1) + "\n")
+    rows_only = bool(os.environ.get("ROWS_ONLY"))
+    run("solutions/03_softmax/softmax.ipynb", "16384,32768",
+        lambda ns, cols: measure(ns, cols, rows_only), "softmax_long_rows.json")
 
 
 if __name__ == "__main__":
