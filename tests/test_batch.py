@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from test_watchdog import default_sigint
+from interrupts import default_sigint
 from typer.testing import CliRunner
 
 from grader.batch import BatchError, Options, discover, grade_class, safe_name

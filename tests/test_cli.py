@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from interrupts import default_sigint
 from rich.console import Console
 from solution_cells import exercise_cell
 from test_grading import write_notebook
@@ -139,13 +140,6 @@ def test_an_exercise_of_another_lesson_is_a_usage_error(tmp_path):
 
 
 # --- Ctrl-C ----------------------------------------------------------------------------------
-
-def default_sigint() -> None:
-    """SIGINT's default action in the child, even when this suite was started with SIGINT
-    ignored (a background job without job control), which keeps Python from raising
-    KeyboardInterrupt in it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
 
 def grading_processes(pid: int) -> list[psutil.Process]:
     try:

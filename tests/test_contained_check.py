@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from interrupts import run_interrupting
 from solution_cells import exercise_cell, namespace_with
 
 import workbook
@@ -414,43 +415,16 @@ say(step="after", status=result.status)
 """
 
 
-def default_sigint() -> None:
-    """SIGINT's default action in the child even if this process ignores it (a suite started
-    as a background job), so that Python raises KeyboardInterrupt there."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_the_stop_button_ends_the_check_at_once_and_the_next_check_passes(tmp_path):
     script = tmp_path / "interrupted.py"
     script.write_text(INTERRUPTED)
-    proc = subprocess.Popen([sys.executable, str(script), str(ROOT / "tests")], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"),
-                            preexec_fn=default_sigint)
-    lines, events = [], {}
-    deadline = threading.Timer(240, proc.kill)  # an interrupt that does not work ends here
-    deadline.start()
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if not line.startswith("{"):
-                continue
-            event = json.loads(line)
-            events[event["step"]] = event
-            if event["step"] == "check":
-                time.sleep(3)  # the case is running: its kernel never ends
-                sent = time.monotonic()
-                proc.send_signal(signal.SIGINT)
-            elif event["step"] == "interrupted":
-                events["delay"] = time.monotonic() - sent
-        assert proc.wait(timeout=60) == 0, "".join(lines)
-    finally:
-        deadline.cancel()
-        proc.kill()
-        proc.stdout.close()
+    # 3 s after the check starts, its case is running: its kernel never ends
+    lines, steps = run_interrupting(script, dict(os.environ, PYTHONUNBUFFERED="1"),
+                                    at=("check",), wait=3, give_up=240)
+    events = {step["step"]: step for step in steps}
     assert "interrupted" in events, "".join(lines)
     assert events["interrupted"]["message"].startswith("reduction.simple: check interrupted")
-    assert events["delay"] < 2, events["delay"]
+    assert events["interrupted"]["delay"] < 2, events["interrupted"]["delay"]
     assert gone(events["check"]["pid"]), "the child that ran the kernel still runs"
     assert events["after"]["status"] == PASSED, "".join(lines)
 

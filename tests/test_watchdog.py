@@ -10,7 +10,6 @@ to get out.
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from interrupts import run_interrupting
 from solution_cells import namespace_with
 from test_grading import write_notebook
 
@@ -201,13 +201,6 @@ def namespace_cell_without_stride_update() -> str:
     return source.replace(*NO_STRIDE_UPDATE)
 
 
-def default_sigint() -> None:
-    """For a child process that must stop at SIGINT: its default action even when this
-    process was started with SIGINT ignored (a background job without job control), which
-    a child inherits and which keeps Python from raising KeyboardInterrupt in it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 INTERRUPT_SECONDS = 20  # an interrupt stops a kernel well within this (1-2 s on an idle machine)
 
 
@@ -256,32 +249,14 @@ def test_interrupt_stops_a_running_kernel_and_the_next_ones_run(tmp_path):
     script.write_text(INTERRUPTED)
     env = dict(os.environ, WORKBOOK_MODE="sim", WORKBOOK_CHECK_TIMEOUT="120",
                PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, str(script), str(ROOT / "tests")], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=default_sigint)
-    lines, delays = [], []
-    deadline = threading.Timer(180, proc.kill)  # an interrupt that does not work ends here
-    deadline.start()
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if not line.startswith("{"):
-                continue
-            event = json.loads(line)
-            if event["step"] in ("launch", "check"):
-                time.sleep(1.5)  # the kernel's threads are looping by now
-                sent = time.monotonic()
-                proc.send_signal(signal.SIGINT)
-            elif event["step"] == "interrupted":
-                delays.append(time.monotonic() - sent)
-                assert event["alive"] == 0, "threads of the interrupted kernel still run"
-            elif event["step"] == "after":
-                assert event == {"step": "after", "sum": 2016, "status": PASSED, "alive": 0}
-        assert proc.wait(timeout=60) == 0, "".join(lines)
-    finally:
-        deadline.cancel()
-        proc.kill()
-        proc.stdout.close()
+    # 1.5 s after a launch or a check starts, the kernel's threads are looping
+    lines, steps = run_interrupting(script, env, at=("launch", "check"), wait=1.5, give_up=180)
+    interrupted = [step for step in steps if step["step"] == "interrupted"]
+    assert all(step["alive"] == 0 for step in interrupted), \
+        "threads of the interrupted kernel still run"
+    assert [step for step in steps if step["step"] == "after"] == [
+        {"step": "after", "sum": 2016, "status": PASSED, "alive": 0}], "".join(lines)
+    delays = [step["delay"] for step in interrupted]
     assert len(delays) == 2, "".join(lines)
     # the check's own bound is 120 s here: an interrupt that did not stop the kernel would
     # take that long; a loaded machine can take several seconds to stop 32 threads
