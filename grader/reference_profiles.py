@@ -32,9 +32,10 @@ def gpu_identity() -> str:
     """This process's GPU: name and compute capability (the device numba uses)."""
     from numba import cuda
 
-    device = cuda.get_current_device()
-    name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
-    return f"{name} cc{device.compute_capability[0]}.{device.compute_capability[1]}"
+    from workbook.bench import device_name
+
+    major, minor = cuda.get_current_device().compute_capability
+    return f"{device_name()} cc{major}.{minor}"
 
 
 def profile_key(exercise, metrics: list[str], cells: list[dict], gpu: str) -> str:

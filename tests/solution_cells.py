@@ -58,12 +58,6 @@ def assert_variant_rejected(result, variant, mode: str) -> None:
     assert_rejected(result, variant.description, variant.expected(mode), mode)
 
 
-def bug_id(case) -> str:
-    """A short pytest id for a ``(exercise, bug description, ...)`` test case."""
-    values = case.values if hasattr(case, "values") else case
-    return f"{values[0]}-{values[1].split(' (')[0].replace(' ', '_')}"
-
-
 # How the grader rates a student's bug, by the way it shows. A wrong result is FAILED. In the
 # simulator a kernel is stopped where its bug shows: by the sanitizer (a race, a barrier not
 # every thread reaches, a read of uninitialised shared memory), at an index out of bounds, at a

@@ -74,11 +74,6 @@ class Variant:
                 for kind, words in table.items()]
 
 
-def lesson_package(exercise_id: str) -> str:
-    """The package that declares an exercise: the first part of its id."""
-    return exercise_id.split(".", 1)[0]
-
-
 def variants_file(exercise_id: str) -> Path:
     package, name = exercise_id.split(".", 1)
     return HERE / package / "variants" / f"{name}.toml"
