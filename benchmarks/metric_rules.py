@@ -65,12 +65,13 @@ def main(out: Path, lessons: list[str], only: list[str]) -> int:
     lessons = lessons or list(catalogue.LESSONS)
     # every lesson's variants graded first, many at a time; then the lessons profiled one
     # after another, nothing else running on the GPU
+    groups = {lesson: lesson_groups(lesson, set(only)) for lesson in lessons}
     clock = time.monotonic()
     verdicts = grade_all({key: program for lesson in lessons
-                          for key, program in graded_programs(lesson, set(only)).items()})
+                          for key, program in graded_programs(groups[lesson]).items()})
     print(f"graded {len(verdicts)} variants in {time.monotonic() - clock:.0f} s", flush=True)
     problems = [p for lesson in lessons
-                for p in validate_lesson(lesson, out, set(only), verdicts)]
+                for p in validate_lesson(lesson, out, set(only), verdicts, groups[lesson])]
     return 1 if problems else 0
 
 
@@ -81,10 +82,17 @@ def validated_exercises(lesson: str, only: set[str]) -> list:
             and (not only or e.id in only) and catalogue.slow_variant(e.id) is not None]
 
 
-def graded_programs(lesson: str, only: set[str]) -> dict[tuple, tuple]:
-    """``(exercise id, label) -> (exercise, cells)`` of every variant to grade."""
-    return {(ex.id, label): (ex, cells) for ex in validated_exercises(lesson, only)
-            for label, (_, cells, _) in variant_groups(ex).items() if cells is not None}
+def lesson_groups(lesson: str, only: set[str]) -> dict[str, dict]:
+    """``exercise id -> its variant_groups`` for the lesson's validated exercises."""
+    return {ex.id: variant_groups(ex) for ex in validated_exercises(lesson, only)}
+
+
+def graded_programs(groups: dict[str, dict]) -> dict[tuple, tuple]:
+    """``(exercise id, label) -> (exercise, cells)`` of every variant in ``groups`` (see
+    :func:`lesson_groups`) to grade."""
+    return {(exercise_id, label): (catalogue.get(exercise_id), cells)
+            for exercise_id, labelled in groups.items()
+            for label, (_, cells, _) in labelled.items() if cells is not None}
 
 
 def graded_correct(ex, cells) -> tuple[bool, list[str]]:
@@ -201,10 +209,11 @@ def table(records: list[dict]) -> str:
 
 
 def validate_lesson(lesson: str, out: Path, only: set[str] = frozenset(),
-                    verdicts: dict | None = None) -> list[str]:
+                    verdicts: dict | None = None, groups: dict | None = None) -> list[str]:
     """Validate one lesson's rules, write OUT/metric_rules-<lesson>.json and its ncu
     reports (OUT/ncu/<lesson>-<attempt>.ncu-rep); return the problems found. The variants
-    are graded here unless ``verdicts`` (see :func:`grade_all`) come with the call."""
+    (``groups``, see :func:`lesson_groups`) are built and graded here unless they and
+    their ``verdicts`` (see :func:`grade_all`) come with the call."""
     from workbook.bench import device_name
 
     device, today = device_name(), datetime.date.today().isoformat()
@@ -214,14 +223,14 @@ def validate_lesson(lesson: str, out: Path, only: set[str] = frozenset(),
                 if len(catalogue.correct_variants(ex.id)) < 2]
     problems += [f"{ex.id}: no slow variant declared" for ex in declared
                  if catalogue.slow_variant(ex.id) is None]
-    exercises = validated_exercises(lesson, only)
-    if not exercises:
+    groups = lesson_groups(lesson, only) if groups is None else groups
+    if not groups:
         return problems
-    groups = {ex.id: variant_groups(ex) for ex in exercises}
+    exercises = [catalogue.get(exercise_id) for exercise_id in groups]
     seconds = {}
     if verdicts is None:
         clock = time.monotonic()
-        verdicts = grade_all(graded_programs(lesson, only))
+        verdicts = grade_all(graded_programs(groups))
         seconds["grading"] = round(time.monotonic() - clock, 1)
     clock = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
