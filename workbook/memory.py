@@ -191,7 +191,7 @@ def _manager_class():
                                  lambda address: _device_pointer(drv, address))
             self.pool = BlockPool(source.alloc, source.free, on_pressure=empty_other_caches)
             source.stats = self.pool.stats
-            source.alloc(0, probe=True)  # "torch" from the start where PyTorch is loaded
+            source.shared_allocator()  # "torch" from the start where PyTorch is loaded
 
         @staticmethod
         def _driver_alloc(nbytes):
@@ -292,17 +292,17 @@ class BlockSource:
         self.from_driver: set[int] = set()
         self.stats = PoolStats()
 
-    def _torch(self):
+    def shared_allocator(self):
+        """PyTorch's ``(alloc, free)`` once PyTorch is loaded (and ``shared`` given), else
+        None."""
         if self.torch is None and self.shared is not None and "torch" in sys.modules:
             self.torch = self.shared()
             if self.torch is not None:
                 self.stats.backend = "torch"
         return self.torch
 
-    def alloc(self, nbytes: int, probe: bool = False):
-        shared = self._torch()
-        if probe:
-            return None
+    def alloc(self, nbytes: int):
+        shared = self.shared_allocator()
         if shared is None:
             handle = self.driver_alloc(nbytes)
             self.from_driver.add(int(handle))
@@ -392,13 +392,11 @@ def empty(shape, dtype):
 
         return cuda.device_array(shape, dtype)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    layout = _LAYOUTS.get((shape, dtype))
-    if layout is None:
-        layout = _c_layout(shape, dtype)
-        if layout is None:  # no elements
-            from numba import cuda
+    layout = _LAYOUTS.get((shape, dtype)) or _c_layout(shape, dtype)
+    if layout is None:  # no elements
+        from numba import cuda
 
-            return cuda.device_array(shape, dtype)
+        return cuda.device_array(shape, dtype)
     return _device_array(layout, manager.memalloc(layout[-1]))
 
 
