@@ -177,9 +177,8 @@ def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
             exercise_id, who, key = event["store_as"]
             launch = found.get(exercise_id, {}).get(who)
             if launch is not None:
-                rules = {rule.metric for rule in by_id[exercise_id].metric_rules}
-                reference_profiles.store(key, {k: v for k, v in launch.items()
-                                               if k in rules or k == "kernel"})
+                kept = {"kernel", *metric_names([by_id[exercise_id]])}
+                reference_profiles.store(key, {k: v for k, v in launch.items() if k in kept})
 
 
 def kernel_pattern(exercise) -> re.Pattern:

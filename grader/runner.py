@@ -223,10 +223,10 @@ def _stored_reference(exercise, program: Program, gpu: str, events: Events) -> b
     :mod:`grader.reference_profiles`): then it is passed on, else its key is, for the
     parent to store what ncu measures."""
     from grader import reference_profiles
+    from grader.profiling import metric_names
 
-    metrics = sorted({rule.metric for rule in exercise.metric_rules})
     cells = program.cells[:program.checkpoint(exercise.id)]
-    key = reference_profiles.profile_key(exercise, metrics, cells, gpu)
+    key = reference_profiles.profile_key(exercise, metric_names([exercise]), cells, gpu)
     stored = reference_profiles.load(key)
     if stored is not None:
         events.emit(stored=[exercise.id, "reference"], metrics=stored)
