@@ -9,9 +9,10 @@ barrier). One lock makes the parses take turns.
 from __future__ import annotations
 
 import ast
-import threading
 
-_LOCK = threading.Lock()
+from workbook.sim.watchdog import StoppableLock
+
+_LOCK = StoppableLock()  # taken by simulated threads, which a stop may end holding it
 
 
 def parse(source: str, filename: str = "<unknown>", mode: str = "exec") -> ast.AST:

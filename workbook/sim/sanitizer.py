@@ -68,6 +68,7 @@ from pathlib import Path
 import numpy as np
 
 from workbook.sim import warp
+from workbook.sim.watchdog import StoppableLock
 
 __all__ = [
     "ENV",
@@ -206,7 +207,7 @@ def _is_library(filename: str) -> bool:
 # is worked out only for a message.
 _sites: list[tuple] = []
 _site_ids: dict[int, int] = {}  # id(code) * 2**24 + offset -> site (codes in _sites live on)
-_sites_lock = threading.Lock()
+_sites_lock = StoppableLock()  # taken by simulated threads, which a stop may end holding it
 
 
 def site_id(code, offset: int) -> int:
@@ -318,7 +319,7 @@ class _Block:
     """Sanitizer state of one thread block: its shared memory and its access log."""
 
     def __init__(self, manager, index):
-        self.lock = threading.Lock()  # for rare events only: see "Access log" below
+        self.lock = StoppableLock()  # for rare events only: see "Access log" below
         self.index = tuple(index)
         dims = tuple(manager._block_dim)
         self.dim = dims + (1,) * (3 - len(dims))
@@ -347,7 +348,7 @@ def describe_thread(block: _Block, tid: int) -> str:
     return f"thread ({x}, {rest % by}, {rest // by}) (warp {warp}, lane {lane})"
 
 
-_blocks_lock = threading.Lock()
+_blocks_lock = StoppableLock()
 
 
 def _block_for(thread) -> _Block:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+from workbook.sim.watchdog import StoppableLock
 
 RET_BASE = 0x0010_0000_0000_0000  # generic address of the return slot (above user space)
 RET_SIZE = 256
@@ -18,7 +18,7 @@ class ForeignEmulationError(RuntimeError):
 # Statistics
 
 
-_stats_lock = threading.Lock()
+_stats_lock = StoppableLock()  # taken by simulated threads
 _stats: dict[str, dict[str, int]] = {}
 
 

@@ -11,6 +11,7 @@ from workbook.sim.foreign.common import RET_BASE, RET_SIZE, ForeignEmulationErro
 from workbook.sim.foreign.execute import _execute
 from workbook.sim.foreign.program import _link_items, _load_program, _Program
 from workbook.sim.foreign.values import _from_float, _mask
+from workbook.sim.watchdog import StoppableLock
 
 
 def _pointer_address(value, name: str, index: int) -> tuple[int, tuple | None]:
@@ -95,7 +96,7 @@ class ForeignFunction:
         self.argtypes, self.restype = tuple(argtypes), restype
         self.link = link
         self._program: _Program | None = None
-        self._lock = threading.Lock()
+        self._lock = StoppableLock()  # taken by simulated threads
         self.return_dtype = _return_dtype(restype)
         if self.return_dtype is not None and self.return_dtype.itemsize > RET_SIZE:
             raise TypeError(f"{name}: return type {restype} is too large to emulate")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from workbook.sim import sanitizer
 from workbook.sim.foreign.common import WINDOW_ALIGN, ForeignEmulationError, _stats_lock
+from workbook.sim.watchdog import StoppableLock
 
 
 @dataclass
@@ -28,7 +28,7 @@ class _SharedWindow:
         self.regions: list[_Region] = []
         self.known: set[int] = set()
         self.next = 0
-        self.lock = threading.Lock()
+        self.lock = StoppableLock()  # taken by simulated threads
 
     def _refresh(self) -> None:
         arrays = list(self.shared._allocations.values())
