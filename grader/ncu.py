@@ -83,7 +83,9 @@ def read_metrics(report: Path, metrics: list[str]) -> list[dict[str, float]]:
     import subprocess
 
     root = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    from grader.session import ONE_THREAD_LIBRARIES
+
+    env = dict(os.environ, **ONE_THREAD_LIBRARIES, PYTHONPATH=os.pathsep.join(
         [root, *filter(None, [os.environ.get("PYTHONPATH")])]))
     code = ("import json, sys; from pathlib import Path; from grader.ncu import _read_here; "
             "print(json.dumps(_read_here(Path(sys.argv[1]), sys.argv[2:])))")

@@ -55,8 +55,16 @@ class Attempt:
         return "\n".join(self.output.strip().splitlines()[-lines:])
 
 
+# A grading process needs one CPU thread for numpy: OpenBLAS and OpenMP otherwise start a
+# thread per core at import and keep them spinning after each call. Measured on a 16-core
+# H100 machine (2026-11-26): `import numpy` alone cost 2.2 CPU-seconds in 0.3 s of wall time,
+# and every grading process pays it.
+ONE_THREAD_LIBRARIES = {name: "1" for name in (
+    "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
 def child_env(mode: str) -> dict:
-    return dict(os.environ, WORKBOOK_MODE=mode, PYTHONUNBUFFERED="1",
+    return dict(os.environ, **ONE_THREAD_LIBRARIES, WORKBOOK_MODE=mode, PYTHONUNBUFFERED="1",
                 NUMBA_ENABLE_CUDASIM="1" if mode == "sim" else "0",
                 MPLBACKEND="Agg",  # no display: skip matplotlib's search for a GUI
                 # test buffers are exact-size allocations, so memcheck sees stray reads

@@ -46,6 +46,20 @@ def test_one_process_checks_every_exercise_and_times_each(tmp_path):
                                                           attempts[0].seconds.values())
 
 
+def test_grading_processes_run_numpy_on_one_thread(monkeypatch):
+    """OpenBLAS and OpenMP would start a spinning thread per core in every grading process."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "16")  # an instructor's shell setting does not leak in
+    notebook = load(REDUCTION)
+    cells = [asdict(c) for c in notebook.program_for("reduction.simple")]
+    probe = ("import os\nprint('threads:', *(os.environ.get(v) for v in "
+             "('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')))\n")
+    cells.insert(0, {"index": -1, "role": "setup", "exercise_id": None, "source": probe})
+    job = {"mode": workbook.MODE, "action": "check", "exercise_ids": ["reduction.simple"],
+           "cells": cells}
+    attempts = run_exercises(job, timeout=120)
+    assert "threads: 1 1 1" in attempts[0].output
+
+
 def test_a_failed_exercise_restarts_the_process_and_the_rest_is_graded(tmp_path):
     wrong = SIMPLE_OK.replace("output[0] = ", "output[0] = 1 + ")
     assert wrong != SIMPLE_OK
