@@ -1,22 +1,31 @@
-"""Grade notebooks: each phase runs a notebook's exercises in one child process.
+"""Grade notebooks: one pipeline of four stages over the exercises of a notebook.
 
-Phases, for the exercises of one notebook:
+:func:`grade_notebook` reads top to bottom:
 
-* ``check``      -- the exercise's tests in the chosen mode (every mode);
-* ``memcheck``, ``racecheck``, ``synccheck`` -- NVIDIA's compute-sanitizer tools on the
-  small cases (gpu mode; :mod:`grader.sanitizer`);
-* ``simulator``  -- the simulator's cases with the workbook's sanitizer (gpu mode),
-  which sees what the GPU tools cannot (races on global memory within a block,
-  reads of memory nobody wrote);
-* ``profile``    -- one ncu run for the metric rules of the exercises that passed
-  (gpu mode; :mod:`grader.profiling`).
+1. select the exercises to grade (the lesson's, or those named), in notebook order;
+2. run three stages side by side (:func:`side_by_side`):
 
-The checks, the sanitizer tools and the simulator run at the same time (each
-exercise's tools cannot change its check); profiling runs after them, alone on the
-GPU, since concurrent work would distort its timings. On a GPU the phases' processes share
-the notebook's compiled kernels (:mod:`grader.kernel_cache`). Each phase runs through
-:mod:`grader.session`: a hang or crash costs the exercise it happened in, never
-the others.
+   * check (:mod:`grader.stages.check`) -- the exercises' tests in the chosen mode (every
+     mode);
+   * sanitize (:mod:`grader.stages.sanitize`) -- NVIDIA's compute-sanitizer tools
+     ``memcheck``, ``racecheck`` and ``synccheck`` on the small cases (gpu mode);
+   * simulate (:mod:`grader.stages.simulate`) -- the simulator's cases with the workbook's
+     sanitizer (gpu mode), which sees what the GPU tools cannot (races on global memory
+     within a block, reads of memory nobody wrote);
+
+   an exercise's tools cannot change its check, so they run beside it; they wait until the
+   check has produced a result they can judge (a kernel that ran to the end), and their
+   findings amend only such results;
+3. profile (:mod:`grader.stages.profile`) -- one ncu run for the metric rules of the
+   exercises that passed (gpu mode), alone on the GPU, since concurrent work would distort
+   its timings;
+4. finish each result (metric rules not assessed, notes on skipped stages) into the report.
+
+Each exercise's time is recorded by phase: ``check``, ``memcheck``, ``racecheck``,
+``synccheck``, ``simulator``, ``profile``. On a GPU the stages' processes share the
+notebook's compiled kernels (:mod:`grader.kernel_cache`). Each stage runs its processes
+through :mod:`grader.session`: a hang or crash costs the exercise it happened in, never the
+others.
 """
 
 from __future__ import annotations
@@ -31,9 +40,9 @@ from grader import exercises as catalogue
 from grader import kernel_cache
 from grader import sanitizer as tools
 from grader.notebook import LessonNotebook, NotebookError
-from grader.profiling import apply_metrics, not_assessed, profile_notebook
-from grader.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, TIMEOUT, ExerciseResult
-from grader.session import HANG_HINT, exercise_seconds, run_exercises
+from grader.profiling import apply_metrics, not_assessed
+from grader.results import FAILED, NOT_IMPLEMENTED, PASSED, ExerciseResult
+from grader.stages import PhaseCallback, check, placeholder, profile, sanitize, simulate
 
 # seconds a test case may run (--timeout): the simulator stops it and says what each thread
 # was doing; on a GPU its process is killed
@@ -42,9 +51,6 @@ SKIPPED_METRICS = "skipped on request (--no-metrics)"
 SIM_METRICS = "simulator mode has no hardware counters"
 SKIPPED_SANITIZERS = ("compute-sanitizer and the simulator pass: not run (skipped on request, "
                       "--no-sanitizers)")
-
-# called with (phase, exercise id) when a phase starts an exercise, (phase, None) when done
-PhaseCallback = Callable[[str, str | None], None]
 
 
 @dataclass
@@ -73,11 +79,6 @@ class NotebookReport:
         d["exercises"] = [e.to_dict() for e in self.exercises]
         d.update(score=self.score, max_score=self.max_score, passed=self.passed)
         return d
-
-
-def placeholder(exercise, status: str, message: str, mode: str) -> ExerciseResult:
-    return ExerciseResult(id=exercise.id, title=exercise.title, status=status, score=0.0,
-                          max_score=exercise.points, messages=[message], mode=mode)
 
 
 def selected_exercises(notebook: LessonNotebook, only: Sequence[str] = ()) -> list:
@@ -122,6 +123,7 @@ def grade_notebook(
     import time
 
     start = time.monotonic()
+    # 1. select the exercises: those chosen that have a cell, in notebook order
     chosen = selected_exercises(notebook, exercises)
     report = NotebookReport(str(notebook.path), notebook.lesson, mode)
     declared_ids = {e.id for e in catalogue.LESSONS[notebook.lesson]}
@@ -133,11 +135,15 @@ def grade_notebook(
     timeout = timeout or DEFAULT_TIMEOUT[mode]
     progress = on_phase or (lambda phase, exercise_id: None)
 
-    by_id = {e.id: e for e in chosen}
-    with kernel_cache.for_notebook(mode):  # the phases' processes share compiled kernels
-        results = run_phases(order, cells, mode, timeout, seed, sanitizers, progress)
+    with kernel_cache.for_notebook(mode):  # the stages' processes share compiled kernels
+        # 2. check || sanitize || simulate
+        results = side_by_side(order, cells, mode, timeout, seed, sanitizers, progress)
+        # 3. profile the exercises that passed
         if mode == "gpu" and metrics:
-            profile_passed(results, [by_id[i] for i in order], cells, timeout, progress)
+            passed = [i for i in order if i in results and results[i].passed]
+            for exercise_id, profiled in profile.run(passed, cells, timeout, progress).items():
+                profile.apply(results[exercise_id], profiled)
+    # 4. finish each result into the report
     for exercise in chosen:
         result = results.get(exercise.id) or placeholder(
             exercise, NOT_IMPLEMENTED, f"no exercise cell for {exercise.id} in the notebook",
@@ -165,47 +171,44 @@ def processes_per_phase(exercises: int) -> int:
     return max(1, min(wanted, exercises))
 
 
-def run_phases(order: list[str], cells: list[dict], mode: str, timeout: float,
-               seed: int | None, sanitizers: bool,
-               progress: PhaseCallback) -> dict[str, ExerciseResult]:
+def side_by_side(order: list[str], cells: list[dict], mode: str, timeout: float,
+                 seed: int | None, sanitizers: bool,
+                 progress: PhaseCallback) -> dict[str, ExerciseResult]:
     """The check, and in gpu mode the sanitizer tools and the simulator pass, side by side,
-    each phase's exercises shared among :func:`processes_per_phase` processes."""
+    each stage's exercises shared among :func:`processes_per_phase` processes; the check's
+    results, amended by the tools where they can judge them."""
     if not order:
         return {}
-    tool_path = tools.find_tool() if mode == "gpu" and sanitizers else None
+    gpu_tools = mode == "gpu" and sanitizers
+    tool_path = tools.find_tool() if gpu_tools else None
     tool_names = tools.selected_tools() if tool_path else ()
     count = processes_per_phase(len(order))
     parts = [order[i::count] for i in range(count)]  # each part stays in notebook order
-    phases = 1 + len(tool_names) + (mode == "gpu" and sanitizers)
+    phases = 1 + len(tool_names) + gpu_tools
     gate = _Gate()
     with ThreadPoolExecutor(max_workers=phases * count) as pool:
-        checked = [pool.submit(check_phase, part, cells, mode, timeout, seed, progress,
-                               on_result=gate.result) for part in parts]
-        simulated = ([pool.submit(gate.then, check_phase, part, cells, "sim", timeout, seed,
-                                  progress, "simulator") for part in parts]
-                     if mode == "gpu" and sanitizers else [])
-        seconds: dict[str, dict[str, float]] = {tool: {} for tool in tool_names}
-        tool_runs = {tool: [pool.submit(gate.then, _sanitize, tool_path, tool, part, cells,
-                                        timeout, seed, seconds[tool], progress)
-                            for part in parts]
+        checked = [pool.submit(check.run, part, cells, mode, timeout, seed, progress,
+                               gate.result) for part in parts]
+        simulated = ([pool.submit(gate.then, simulate.run, part, cells, timeout, seed, progress)
+                      for part in parts] if gpu_tools else [])
+        tool_runs = {tool: [pool.submit(gate.then, sanitize.run, part, cells, timeout, seed,
+                                        progress, tool_path, tool) for part in parts]
                      for tool in tool_names}
         try:
             results = _merged(f.result() for f in checked)
         finally:
             gate.close()
-        findings = {tool: _merged(f.result() for f in futures)
-                    for tool, futures in tool_runs.items()}
+        sanitized = {tool: _merged(f.result() for f in futures)
+                     for tool, futures in tool_runs.items()}
         sim_results = _merged(f.result() for f in simulated)
     for exercise_id, result in results.items():
         if not tools.qualifies(result):
             continue
-        if mode == "gpu" and sanitizers and tool_path is None:
-            result.messages.append(tools.MISSING)
-        for tool in tool_names:
-            result.add_time(tool, seconds[tool].get(exercise_id, 0.0))
-        tools.apply_findings(result, [findings[tool][exercise_id] for tool in tool_names])
+        if gpu_tools:
+            sanitize.apply(result, tool_path,
+                           {tool: sanitized[tool][exercise_id] for tool in tool_names})
         if exercise_id in sim_results:
-            apply_simulator_pass(result, sim_results[exercise_id])
+            simulate.apply(result, sim_results[exercise_id])
     return results
 
 
@@ -238,98 +241,6 @@ def _merged(dicts) -> dict:
     return merged
 
 
-def _sanitize(tool_path, tool, order, cells, timeout, seed, seconds, progress):
-    progress(tool, order[0])
-    try:
-        return tools.sanitize_notebook(tool_path, tool, order, cells, timeout, seed, seconds,
-                                       on_event=_progress_events(tool, progress))
-    finally:
-        progress(tool, None)
-
-
-def _progress_events(phase: str, progress: PhaseCallback):
-    def on_event(event: dict) -> None:
-        if "start" in event:
-            progress(phase, event["start"])
-        elif "case" in event:  # the status line follows the test cases: [id, k, n]
-            exercise_id, k, n = event["case"]
-            progress(phase, f"{exercise_id} (test case {k} of {n})")
-
-    return on_event
-
-
-def check_phase(order: list[str], cells: list[dict], mode: str, timeout: float,
-                seed: int | None, progress: PhaseCallback = lambda p, e: None,
-                phase: str = "check",
-                on_result: Callable[[dict], None] | None = None) -> dict[str, ExerciseResult]:
-    """Check the exercises in one process (more after a crash or hang); results by id."""
-    job = {"mode": mode, "action": "check", "exercise_ids": order, "cells": cells, "seed": seed}
-    progress(phase, order[0])
-    show = _progress_events(phase, progress)
-
-    def on_event(event: dict) -> None:
-        show(event)
-        if on_result and "result" in event:
-            on_result(event)
-
-    attempts = run_exercises(job, timeout, on_event=on_event)
-    progress(phase, None)
-    results: dict[str, ExerciseResult] = {}
-    for attempt in attempts:
-        for event in attempt.events:
-            if "result" in event:
-                result = ExerciseResult.from_dict(event["result"])
-                results[result.id] = result
-        if attempt.timed_out:
-            exercise = catalogue.get(attempt.timed_out)
-            results[exercise.id] = placeholder(
-                exercise, TIMEOUT, f"did not finish within {timeout:g} s (--timeout): {HANG_HINT}",
-                mode)
-        elif attempt.crashed and attempt.crashed not in results:
-            exercise = catalogue.get(attempt.crashed)
-            results[exercise.id] = placeholder(
-                exercise, ERROR, f"the grading process crashed ({attempt.how_it_ended()}); "
-                f"last output:\n{attempt.tail()}", mode)
-    for exercise_id, seconds in exercise_seconds(attempts).items():
-        if exercise_id in results:
-            results[exercise_id].add_time(phase, seconds)
-    return results
-
-
-def apply_simulator_pass(result: ExerciseResult, simulated: ExerciseResult) -> None:
-    """Fail a GPU-graded exercise whose simulator run (small cases, sanitizer on) found a
-    bug; a simulator run that did not finish is reported, not held against it."""
-    result.add_time("simulator", simulated.seconds)
-    if simulated.status in (FAILED, ERROR):
-        detail = "\n".join(simulated.messages)
-        result.messages.append(f"simulator (small cases, sanitizer on): {simulated.status}: "
-                               f"{detail}")
-        result.status, result.score = FAILED, 0.0
-    elif simulated.status == PASSED:
-        result.messages.append("simulator (small cases, sanitizer on): no findings")
-    else:
-        result.messages.append(f"simulator (small cases, sanitizer on): not assessed "
-                               f"({simulated.status}: {' '.join(simulated.messages)[:200]})")
-
-
-def profile_passed(results: dict[str, ExerciseResult], exercises: list, cells: list[dict],
-                   timeout: float, progress: PhaseCallback) -> None:
-    """One ncu run for the metric rules of every exercise whose result passed so far."""
-    chosen = [e for e in exercises if e.metric_rules and e.id in results
-              and results[e.id].passed]
-    if not chosen:
-        return
-    progress("profile", chosen[0].id)
-    seconds: dict[str, float] = {}
-    sections = profile_notebook(chosen, cells, timeout, seconds,
-                                on_event=_progress_events("profile", progress))
-    progress("profile", None)
-    for exercise in chosen:
-        result = results[exercise.id]
-        result.add_time("profile", seconds.get(exercise.id, 0.0))
-        apply_metrics(result, exercise, sections[exercise.id])
-
-
 def finish(result: ExerciseResult, exercise, mode: str, metrics: bool, sanitizers: bool) -> None:
     """Metric sections for exercises that were not profiled, and notes on skipped phases."""
     if exercise.metric_rules and not result.metrics:
@@ -348,5 +259,5 @@ def finish(result: ExerciseResult, exercise, mode: str, metrics: bool, sanitizer
 
 def run_in_subprocess(exercise, job: dict, timeout: float) -> ExerciseResult:
     """Check one exercise in a child process (``job``: mode, exercise_id, cells, seed)."""
-    results = check_phase([exercise.id], job["cells"], job["mode"], timeout, job.get("seed"))
+    results = check.run([exercise.id], job["cells"], job["mode"], timeout, job.get("seed"))
     return results[exercise.id]

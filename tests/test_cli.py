@@ -295,10 +295,10 @@ def test_sim_mode_says_once_that_the_metric_rules_are_not_assessed():
 
 
 def test_the_status_line_follows_the_test_cases():
-    from grader.grade import _progress_events
+    from grader.stages import progress_events
 
     shown = []
-    on_event = _progress_events("check", lambda phase, what: shown.append((phase, what)))
+    on_event = progress_events("check", lambda phase, what: shown.append((phase, what)))
     for event in ({"start": "reduction.simple"}, {"case": ["reduction.simple", 2, 6]},
                   {"result": {}}):
         on_event(event)

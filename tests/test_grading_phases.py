@@ -7,6 +7,8 @@ import os
 import stat
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from grader.profiling import _read_attempt, split_segments
 from grader.results import FAILED, PASSED, ExerciseResult
 from grader.runner import MARKER, MARKER_KERNEL
 from grader.session import Attempt, run_exercises
+from grader.stages import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 REDUCTION = next((ROOT / "solutions" / "02_reduction").glob("*.ipynb"))
@@ -100,12 +103,11 @@ def test_simulator_findings_fail_a_gpu_graded_exercise():
                               max_score=1.0, messages=messages)
 
     graded = result(PASSED, ["all 8 tests passed (gpu mode)"])
-    grading.apply_simulator_pass(graded, result("error", ["RaceError: racecheck: data race "
-                                                          "on global memory"]))
+    simulate.apply(graded, result("error", ["RaceError: racecheck: data race on global memory"]))
     assert graded.status == FAILED and graded.score == 0
     assert "simulator (small cases, sanitizer on): error: RaceError" in graded.summary()
     kept = result(PASSED, [])
-    grading.apply_simulator_pass(kept, result("timeout", ["did not finish"]))
+    simulate.apply(kept, result("timeout", ["did not finish"]))
     assert kept.status == PASSED and "not assessed" in kept.summary()
 
 
@@ -420,3 +422,90 @@ def test_the_marker_kernel_has_a_name_ncu_can_demangle():
     mangled = done.stdout.strip()
     assert "23workbook_profile_marker" in mangled
     assert not mangled.endswith("E"), f"{mangled}: no parameter types after the name"
+
+
+# --- the pipeline: check || sanitize || simulate, then profile ------------------------------------
+
+@pytest.mark.parametrize("mode", ["gpu", "sim"], ids=["gpu-mode", "sim-mode"])
+def test_the_pipeline_runs_its_stages_in_order(mode, monkeypatch):
+    """The tools wait until the check has a result they can judge, their findings amend the
+    results they can judge, and profiling runs last, for the exercises that passed; in sim
+    mode the check runs alone. The stages here are stand-ins that record when they run."""
+    from grader.sanitizer import Finding
+    from grader.stages import check, profile, sanitize, simulate
+
+    order = ["reduction.simple", "reduction.convergent", "reduction.shared"]
+    statuses = dict(zip(order, ["not implemented", PASSED, PASSED]))  # the check's verdicts
+    log = []  # (stage, what), as it happened
+    lock = threading.Lock()
+
+    def note(*entry):
+        with lock:
+            log.append(entry)
+
+    def result(exercise_id, status, phase, seconds):
+        exercise = get(exercise_id)
+        made = ExerciseResult(id=exercise_id, title=exercise.title, status=status,
+                              score=exercise.points if status == PASSED else 0.0,
+                              max_score=exercise.points, messages=[f"{phase}: {status}"],
+                              mode=mode)
+        made.add_time(phase, seconds)
+        return made
+
+    def fake_check(part, cells, check_mode, timeout, seed, progress, on_result=None):
+        assert check_mode == mode and cells
+        results = {}
+        for exercise_id in part:
+            time.sleep(0.3)  # time enough for a tool that did not wait to start
+            results[exercise_id] = result(exercise_id, statuses[exercise_id], "check", 1.0)
+            note("check", exercise_id)
+            on_result({"result": results[exercise_id].to_dict()})
+        return results
+
+    def fake_simulate(part, cells, timeout, seed, progress):
+        note("simulate", tuple(part))
+        return {i: result(i, PASSED, "simulator", 2.0) for i in part}
+
+    def fake_sanitize(part, cells, timeout, seed, progress, tool_path, tool):
+        note(tool, tuple(part))
+        assert tool_path == "/opt/cuda/bin/compute-sanitizer"
+        race = Finding(tool, 1, ["Error: Race reported"])
+        return {i: (race if (tool, i) == ("racecheck", "reduction.shared")
+                    else Finding(tool, 0, []), 3.0) for i in part}
+
+    def fake_profile(part, cells, timeout, progress):
+        note("profile", tuple(part))
+        return {i: ({"rules": []}, 4.0) for i in part}
+
+    monkeypatch.setattr(check, "run", fake_check)
+    monkeypatch.setattr(simulate, "run", fake_simulate)
+    monkeypatch.setattr(sanitize, "run", fake_sanitize)
+    monkeypatch.setattr(profile, "run", fake_profile)
+    monkeypatch.setattr(tools, "find_tool", lambda: "/opt/cuda/bin/compute-sanitizer")
+    monkeypatch.setenv(tools.TOOLS_ENV, "memcheck,racecheck")
+    monkeypatch.delenv(tools.SWITCH_ENV, raising=False)
+    monkeypatch.setenv(grading.PROCESSES_ENV, "1")
+    monkeypatch.setenv("WORKBOOK_KERNEL_CACHE", "0")
+
+    report = grading.grade_notebook(load(REDUCTION), mode, exercises=order)
+    got = results_by_id(report)
+    if mode == "sim":
+        assert [stage for stage, _ in log] == ["check"] * 3
+        assert all(list(r.timings) == ["check"] for r in report.exercises)
+        return
+    first_judgeable = log.index(("check", "reduction.convergent"))
+    tools_ran = [i for i, (stage, _) in enumerate(log) if stage != "check"]
+    assert sorted(stage for stage, _ in log[first_judgeable + 1:]) == [
+        "check", "memcheck", "profile", "racecheck", "simulate"], log
+    assert min(tools_ran) > first_judgeable, f"a tool started before a judgeable result: {log}"
+    assert log[-1] == ("profile", ("reduction.convergent",)), log  # last, the passed ones only
+    assert got["reduction.simple"].status == "not implemented"
+    assert list(got["reduction.simple"].timings) == ["check"]  # nothing to judge: no findings
+    assert got["reduction.shared"].status == FAILED  # racecheck's finding
+    assert "Race reported" in got["reduction.shared"].summary()
+    assert got["reduction.shared"].timings == {"check": 1.0, "memcheck": 3.0, "racecheck": 3.0,
+                                               "simulator": 2.0}
+    assert got["reduction.convergent"].status == PASSED
+    assert list(got["reduction.convergent"].timings.items()) == [
+        ("check", 1.0), ("memcheck", 3.0), ("racecheck", 3.0), ("simulator", 2.0),
+        ("profile", 4.0)]
