@@ -1,10 +1,11 @@
 """Metric grading on a GPU: profile the student's kernel and the reference solution
 in the same run with Nsight Compute, then apply the exercise's :class:`MetricRule` s.
 
-A notebook is profiled in one ncu run (:func:`profile_notebook`): one process
-executes the student's cells and the reference solution's side by side and makes
-each exercise's profiling launches for both, each behind a marker kernel that
-separates the segments in the report. :func:`assess` profiles one exercise alone
+A notebook is profiled in one ncu run (:func:`profile_notebook`, run by the grading
+pipeline's profile stage, :mod:`grader.stages.profile`): one process executes the
+student's cells and the reference solution's side by side and makes each exercise's
+profiling launches for both, each behind a marker kernel that separates the segments in
+the report. :func:`assess` profiles one exercise alone
 (``grader profile`` and ``benchmarks/metric_rules.py``).
 """
 

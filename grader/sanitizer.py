@@ -9,7 +9,9 @@ cases of at most :data:`MAX_SIZE` elements (the tools slow kernels down a
 hundredfold and more). A tool that reports an error fails the exercise, with
 the tool's first finding in the result's messages. Where compute-sanitizer is
 not installed the exercise is graded as before, with a note saying the checks
-were skipped.
+were skipped. The grading pipeline runs the tools in its sanitize stage
+(:mod:`grader.stages.sanitize`); this module finds the tool, builds its command line and
+reads its report.
 
 ``WORKBOOK_SANITIZE=0`` turns these runs off, as it turns off the simulator's
 sanitizer; ``WORKBOOK_GPU_SANITIZERS`` chooses the tools (comma-separated, e.g.
