@@ -454,6 +454,50 @@ def test_a_flag_set_by_many_threads_is_named_benign_in_practice():
     assert "right on a GPU in practice" in message and "missing cuda.syncthreads()" not in message
 
 
+def _two_lines():
+    first = 1  # the site of the read-modify-write
+    second = 2  # the site of the later reads
+    return first + second
+
+
+class _LoggedThread:
+    def __init__(self, thread_id):
+        self.thread_id = thread_id
+
+
+def test_a_writer_that_reads_again_is_not_taken_for_a_read_modify_write_of_the_reader():
+    """Thread 0 runs ``s[0] += ...`` and later reads ``s[0]`` at the statement where thread 3
+    reads it, with no barrier: a missing barrier, not one read-modify-write run by both.
+    The writer's later read must not stand in for the read of its read-modify-write (the
+    interleaving that made a missing barrier in lesson 02's tree read as an atomic's job).
+    Driven through the access log directly: the order of the accesses is the test's."""
+    import dis
+    from types import SimpleNamespace
+
+    code = _two_lines.__code__
+    offsets = {}
+    for instruction in dis.get_instructions(code):
+        offsets.setdefault(instruction.positions.lineno, instruction.offset)
+    first_line = code.co_firstlineno + 1
+    rmw_site = sanitizer.site_id(code, offsets[first_line])
+    later_site = sanitizer.site_id(code, offsets[first_line + 1])
+    block = sanitizer._Block(SimpleNamespace(_block_dim=(32,)), (0, 0, 0))
+    memory, array = sanitizer.Memory(), np.zeros(1, np.int32)
+    writer, reader = _LoggedThread(0), _LoggedThread(3)
+
+    def access(thread, kind, site):
+        sanitizer.access(thread, block, 0, kind, site, memory, array, 0)
+
+    access(writer, sanitizer.READ, rmw_site)
+    access(writer, sanitizer.WRITE, rmw_site)
+    access(writer, sanitizer.READ, later_site)
+    with pytest.raises(RaceError) as caught:
+        access(reader, sanitizer.READ, later_site)
+    message = str(caught.value)
+    assert "missing cuda.syncthreads()?" in message, message
+    assert "same read-modify-write" not in message, message
+
+
 # ---------------------------------------------------------------------------
 # initcheck, fresh shared memory
 

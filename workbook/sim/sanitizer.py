@@ -399,12 +399,15 @@ def _on_warp_sync(warp, lanes) -> None:
 # One record per element touched in the block (for global memory, in the current
 # barrier interval only: initcheck needs the history of shared memory alone), a tuple
 #   (writer thread, writer epoch, writer tick, writer site, writer kind,
-#    epoch of the reads, reads)
+#    epoch of the reads, reads, writer's own read site)
 # with writer _NOBODY when nobody wrote the element, and reads None, one reader
 # packed into an int (see _reader), or {thread: packed reader} when several threads
-# read it. Sites are ints too: a record is a tuple of plain ints, which the garbage
-# collector stops tracking at its first pass (tuples holding other tuples, and dicts,
-# would stay tracked, and every collection would walk all the records again).
+# read it. The writer's own read site is where the writer read the element before it
+# wrote it (a read-modify-write), or None: kept apart from the reads, which the
+# writer's later reads of the element replace. Sites are ints too: a record is a tuple
+# of plain ints, which the garbage collector stops tracking at its first pass (tuples
+# holding other tuples, and dicts, would stay tracked, and every collection would walk
+# all the records again).
 #
 # An epoch is the number of cuda.syncthreads() a thread has entered: the threads
 # that run at one time all have the same epoch, and an access of an earlier epoch is
@@ -480,7 +483,7 @@ def access(thread, block: _Block, address: int, kind: int, site, memory: Memory,
             log = block.intervals.setdefault(epoch, {})
     record = log.get(address)
     if record is None:
-        record = log.setdefault(address, (_NOBODY, -1, 0, None, READ, epoch, None))
+        record = log.setdefault(address, (_NOBODY, -1, 0, None, READ, epoch, None, None))
     writer = record[0]
     if writer == _NOBODY and kind != WRITE and memory.initcheck:
         if not memory.untouched(array, index):  # code the log does not see wrote it
@@ -494,16 +497,16 @@ def access(thread, block: _Block, address: int, kind: int, site, memory: Memory,
             and not _ordered(clocks, tid, writer, record[2])):
         own = _my_read(state, record, epoch, address, tid) if kind == WRITE else None
         _race(block, (memory, array, index),
-              (writer, record[4], record[3], _own_read(record, epoch, writer)),
+              (writer, record[4], record[3], record[7]),
               (tid, kind, site, own))
     if kind == READ:
         state[_LAST_READ] = (address, epoch, site)
         mine = tid | tick << 12 | (-1 if site is None else site) << 44  # see _reader
         reads = record[6] if record[5] == epoch else None
         if reads is None or (type(reads) is int and reads & 0xFFF == tid):
-            log[address] = record[:5] + (epoch, mine)
+            log[address] = record[:5] + (epoch, mine) + record[7:]
         elif type(reads) is int:
-            log[address] = record[:6] + ({reads & 0xFFF: reads, tid: mine},)
+            log[address] = record[:6] + ({reads & 0xFFF: reads, tid: mine},) + record[7:]
         else:
             reads[tid] = mine
         return
@@ -528,7 +531,8 @@ def access(thread, block: _Block, address: int, kind: int, site, memory: Memory,
             mine = tid | tick << 12 | (-1 if record[3] is None else record[3]) << 44  # atomic
     # a plain write keeps the writer's own read (or atomic access) of the element in this
     # interval: a read-modify-write, which race hints tell apart (see race_hint)
-    log[address] = (tid, epoch, tick, site, kind, epoch, mine)
+    log[address] = (tid, epoch, tick, site, kind, epoch, mine,
+                    None if mine is None else _reader(mine)[2])
 
 
 _LAST_READ = "_wb_last_read"  # attribute of a thread: (address, epoch, site) of its last read
@@ -545,8 +549,9 @@ def _my_read(state, record, epoch: int, address: int, tid: int):
 
 
 def _own_read(record, epoch: int, tid: int):
-    """The site where thread ``tid`` read the element of ``record`` in this interval before
-    writing it (a read-modify-write such as ``a[i] += 1``), or None."""
+    """The site of thread ``tid``'s latest read of the element of ``record`` in this interval,
+    or None: for a thread about to write the element, the read of its read-modify-write
+    (``a[i] += 1``)."""
     reads = record[6] if record[5] == epoch else None
     packed = reads if type(reads) is int else None if reads is None else reads.get(tid)
     if packed is None or packed & 0xFFF != tid:
