@@ -39,6 +39,9 @@ ATOMIC_HINTS = (ONE_ATOMIC, ATOMIC_TOO)
 # the merges race within a block or, where the random image puts no two merges of one root
 # in a block, between blocks (the forest is watched): an atomic either way
 MERGE_HINTS = (*ATOMIC_HINTS, BETWEEN_BLOCKS)
+# the same for a plain += on a blob's statistic: within a block where two of its pixels hold
+# one label, else between blocks; either hint must name the atomic add
+PLUS_HINTS = (ONE_ATOMIC, BETWEEN_BLOCKS)
 
 UNION_ATOMIC = ("        old = cuda.atomic.min(forest, a, b)\n        if old == a:\n"
                 "            return\n        a = old\n")
@@ -67,7 +70,7 @@ RACES = [
      MERGE_HINTS, (BARRIER,)),
     ("ccl.propagation", "changed[0] = 1 by every thread", "cuda.atomic.max(changed, 0, 1)",
      "changed[0] = 1", (FLAG,), (BARRIER,)),
-    ("ccl.stats", "area[k] += 1", "cuda.atomic.add(area, k, 1)", "area[k] += 1", (ONE_ATOMIC,),
+    ("ccl.stats", "area[k] += 1", "cuda.atomic.add(area, k, 1)", "area[k] += 1", PLUS_HINTS,
      (BARRIER,)),
     ("ccl.stats_block", "slot claimed without compare-and-swap",
      "        old = cuda.atomic.cas(keys, s, EMPTY, k)\n",
@@ -100,6 +103,8 @@ def test_race_hint_names_the_fix(exercise, bug, old, new, wanted, unwanted):
     assert not any(w in hint for w in unwanted), hint
     if BETWEEN_BLOCKS in hint and wanted is MERGE_HINTS:
         assert "cuda.atomic" in hint and "second kernel launch" in hint, hint
+    if BETWEEN_BLOCKS in hint and wanted is PLUS_HINTS:
+        assert "cuda.atomic.add for +=" in hint, hint
 
 
 def test_the_flag_hint_says_one_value_is_benign():
