@@ -200,12 +200,22 @@ def job_programs(job: dict) -> list[tuple[str, str | None, list[dict]]]:
 def profile_job(job: dict, events: Events) -> None:
     """Make each exercise's profiling launches for every program that profiles it, in the
     job's order: one process (one ncu run) for a notebook and its reference, or for every
-    variant of a lesson (``benchmarks/metric_rules.py``)."""
+    variant of a lesson (``benchmarks/metric_rules.py``).
+
+    Two passes. The first runs each program up to each exercise and makes the exercise's
+    profiling launches once, unprofiled: it compiles the kernels, builds the inputs and
+    finds the programs that cannot run. The second makes them again inside the profiled
+    segments, back to back. ncu lets one process at a time profile: a process holds the
+    GPU's counters from its first profiled launch until it exits (measured on an H100:
+    four processes that each profile three kernels finish one after another, however
+    little of their time is spent in the profiled launches), so everything the first pass
+    does is work that other notebooks' profile stages can overlap."""
     from grader import reference_profiles
     from grader.exercises import get
 
     programs = [(label, only, Program(cells)) for label, only, cells in job_programs(job)]
     gpu = reference_profiles.gpu_identity() if reference_profiles.cache_dir() else None
+    ready = []  # (exercise, label, namespace) of each segment to profile, in order
     for exercise_id in job["exercise_ids"]:
         exercise = get(exercise_id)
         events.emit(start=exercise_id)
@@ -215,7 +225,17 @@ def profile_job(job: dict, events: Events) -> None:
             if gpu and label == "reference" and _stored_reference(exercise, program, gpu,
                                                                    events):
                 continue
-            profile_exercise(exercise, label, program, events)
+            namespace = prepare_segment(exercise, label, program, events)
+            if namespace is not None:
+                ready.append((exercise, label, namespace))
+    for k, (exercise, label, namespace) in enumerate(ready):
+        if k == 0 or ready[k - 1][0] is not exercise:
+            events.emit(start=exercise.id)  # a crash from here on is this exercise's
+        events.emit(segment=[exercise.id, label])
+        try:
+            _profiled_segment(exercise, namespace)
+        except Exception as exc:  # noqa: BLE001  (reported; the other segments go on)
+            events.emit(failed=[exercise.id, label], why=describe_exception(exc))
 
 
 def _stored_reference(exercise, program: Program, gpu: str, events: Events) -> bool:
@@ -282,15 +302,11 @@ def _synchronize() -> None:
         pass
 
 
-def profile_exercise(exercise, label: str, program: Program, events: Events) -> None:
-    """Run ``program`` up to the exercise and make its profiling launches.
-
-    The segment starts with a launch of the marker kernel; with ncu's
-    ``--profile-from-start off`` only the launches between ``cuda.profile_start()``
-    and ``cuda.profile_stop()`` are profiled, so the compile launches of the cells
-    are not. A segment that cannot run is reported, and the parent leaves the
-    exercise's rules not assessed.
-    """
+def prepare_segment(exercise, label: str, program: Program, events: Events) -> dict | None:
+    """Run ``program`` up to the exercise and make its profiling launches once, unprofiled
+    (they compile its kernels and build its inputs); the namespace to profile it in, or
+    None (reported) if it cannot run. The namespace is a copy: later cells of the program
+    that rebind a name do not change what this exercise's profiling launches call."""
     from grader.stubs import is_stub
 
     problem = program.advance(exercise.id)
@@ -300,19 +316,29 @@ def profile_exercise(exercise, label: str, program: Program, events: Events) -> 
         events.emit(skipped=[exercise.id, label], why=problem or
                     f"{', '.join(stubs)} still "
                     f"{'raises' if len(stubs) == 1 else 'raise'} NotImplementedError")
-        return
-    events.emit(segment=[exercise.id, label])
+        return None
+    namespace = dict(program.namespace)
     try:
-        _profiled_segment(exercise, program.namespace)
+        _warm_up(exercise, namespace)
     except Exception as exc:  # noqa: BLE001  (reported; the other segments go on)
         events.emit(failed=[exercise.id, label], why=describe_exception(exc))
+        return None
+    return namespace
+
+
+def _warm_up(exercise, namespace: dict) -> None:
+    from numba import cuda
+
+    _marker_kernel()
+    exercise.profile(namespace)
+    cuda.synchronize()
 
 
 def _profiled_segment(exercise, namespace: dict) -> None:
     from numba import cuda
 
-    marker = _marker_kernel()
-    cuda.profile_start()
+    marker = _marker_kernel()  # with ncu's --profile-from-start off, only the launches
+    cuda.profile_start()       # between profile_start and profile_stop are profiled
     try:
         marker[1, 1](0)
         exercise.profile(namespace)

@@ -105,7 +105,9 @@ def run_exercises(
                 attempt.crashed = remaining[0]  # it ended before reaching the first exercise
             elif attempt.timed_out is None and attempt.returncode not in (0, None):
                 attempt.crashed = started[-1]
-            remaining = remaining[max(1, len(started)):]  # every attempt moves on
+            # every attempt moves on, past the last exercise it started (a profile job
+            # starts each exercise twice: once to prepare it, once to profile it)
+            remaining = remaining[remaining.index(started[-1]) + 1 if started else 1:]
     return attempts
 
 

@@ -240,6 +240,7 @@ def test_a_profile_job_profiles_each_program_for_the_exercises_it_covers(tmp_pat
     from grader import runner
 
     profiled = []
+    monkeypatch.setattr(runner, "_warm_up", lambda ex, namespace: None)
     monkeypatch.setattr(runner, "_profiled_segment",
                         lambda ex, namespace: profiled.append((ex.id, namespace["who"])))
 
@@ -265,6 +266,75 @@ def test_a_profile_job_profiles_each_program_for_the_exercises_it_covers(tmp_pat
         ["reduction.shared", "slow"]]
     assert runner.job_programs({"cells": [1], "reference_cells": [2]}) == [
         ("student", None, [1]), ("reference", None, [2])]
+
+
+def test_a_profile_job_prepares_every_segment_before_it_profiles_one(tmp_path, monkeypatch):
+    """ncu holds the GPU's counters from a process's first profiled launch until it exits:
+    every program runs and every exercise's launches are made once (compiles, inputs) before
+    the first profiled segment. A segment whose preparation raises is reported and skipped;
+    a crash while profiling is blamed on the exercise being profiled."""
+    import json
+
+    from grader import runner
+
+    calls = []
+
+    def warm_up(ex, namespace):
+        calls.append(("warm", ex.id, namespace["who"]))
+        if namespace["who"] == "broken+":
+            raise ValueError("no kernel today")
+
+    monkeypatch.setattr(runner, "_warm_up", warm_up)
+    monkeypatch.setattr(runner, "_profiled_segment",
+                        lambda ex, namespace: calls.append(("profile", ex.id, namespace["who"])))
+
+    def cells(who):
+        return [{"index": 0, "role": "setup", "exercise_id": None, "source": f"who = {who!r}"},
+                {"index": 1, "role": "exercise", "exercise_id": "reduction.simple",
+                 "source": "simple_sum_kernel = max"},
+                {"index": 2, "role": "exercise", "exercise_id": "reduction.shared",
+                 "source": "shared_sum_kernel = max\nwho = who + '+'"}]
+
+    job = {"mode": "sim", "action": "profile",
+           "exercise_ids": ["reduction.simple", "reduction.shared"],
+           "programs": [["reference", None, cells("ref")], ["broken", None, cells("broken")]]}
+    events = runner.Events(str(tmp_path / "events.jsonl"))
+    runner.profile_job(job, events)
+    events.file.close()
+    # the later cell's rebinding of who does not reach the first exercise's segment
+    assert calls == [("warm", "reduction.simple", "ref"), ("warm", "reduction.simple", "broken"),
+                     ("warm", "reduction.shared", "ref+"), ("warm", "reduction.shared", "broken+"),
+                     ("profile", "reduction.simple", "ref"),
+                     ("profile", "reduction.simple", "broken"),
+                     ("profile", "reduction.shared", "ref+")]
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["start"] for e in events if "start" in e] == [
+        "reduction.simple", "reduction.shared", "reduction.simple", "reduction.shared"]
+    (failed,) = [e for e in events if "failed" in e]
+    assert failed["failed"] == ["reduction.shared", "broken"] and "no kernel today" in failed["why"]
+
+
+FAKE_PROFILE_CHILD = """
+import json, os, signal, sys
+job = json.load(open(sys.argv[-2]))
+events = open(sys.argv[-1], "a")
+ids = job["exercise_ids"]
+for exercise_id in ids + ids:  # prepared, then profiled; the segment of 'b' crashes
+    events.write(json.dumps({"start": exercise_id}) + "\\n"); events.flush()
+    if exercise_id == "b" and job.get("crash", True) and len(ids) == 3:
+        os.kill(os.getpid(), signal.SIGSEGV)
+"""
+
+
+def test_a_crash_while_profiling_blames_that_exercise_and_the_next_attempt_goes_on(tmp_path):
+    from grader.session import run_exercises
+
+    child = tmp_path / "child.py"
+    child.write_text(FAKE_PROFILE_CHILD)
+    job = {"mode": "sim", "action": "profile", "exercise_ids": ["a", "b", "c"]}
+    attempts = run_exercises(job, 30, wrap=lambda n, folder: ([sys.executable, str(child)], {}))
+    assert [a.crashed for a in attempts] == ["b", None]
+    assert attempts[1].started() == ["c", "c"]
 
 
 def test_ncu_is_found_on_path_then_in_the_default_place(tmp_path, monkeypatch):

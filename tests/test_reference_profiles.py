@@ -46,6 +46,7 @@ def profile(tmp_path, monkeypatch, name: str) -> tuple[list, list[dict]]:
     """One profile job of the student and the reference (profiling launches recorded)."""
     monkeypatch.setattr(reference_profiles, "gpu_identity", lambda: "GPU cc9.0")
     profiled = []
+    monkeypatch.setattr(runner, "_warm_up", lambda ex, namespace: None)
     monkeypatch.setattr(runner, "_profiled_segment",
                         lambda ex, namespace: profiled.append(namespace["tag"]))
     job = {"mode": "sim", "action": "profile", "exercise_ids": [EXERCISE.id],

@@ -12,6 +12,11 @@ from grader.exercises.reduction.runs import NO_INDEX, kernel_for
 PROFILE_N = 1 << 25  # 128 MiB: long enough for stable DRAM metrics
 
 
+@L.built_once
+def _profile_input(n: int) -> np.ndarray:
+    return np.random.default_rng(0).random(n, dtype=np.float32)
+
+
 def _sms() -> int:
     return L.cuda().get_current_device().MULTIPROCESSOR_COUNT
 
@@ -19,7 +24,7 @@ def _sms() -> int:
 def single_block(entry: str):
     """One block of 1024 threads over 2048 floats, after a small launch that compiles."""
     def profile(ns):
-        x = np.random.default_rng(0).random(2048, dtype=np.float32)
+        x = _profile_input(2048)
         out = L.output(1, 0, np.float32)
         L.launch(ns[entry], 1, 32, L.cuda().to_device(x[:64]), out)  # compiles: not profiled
         L.launch(ns[entry], 1, 1024, L.cuda().to_device(x), out)
@@ -31,7 +36,7 @@ def multi_block(entry: str, per_block=None):
     """PROFILE_N floats over enough blocks of ``per_block(ns, threads)`` elements each, or
     (without ``per_block``) a grid of 8 blocks per SM for the grid-stride kernels."""
     def profile(ns):
-        x = np.random.default_rng(0).random(PROFILE_N, dtype=np.float32)
+        x = _profile_input(PROFILE_N)
         out = L.output(1, 0, np.float32)
         kernel, tpb = ns[entry], THREADS["gpu"]
         L.launch(kernel, 1, tpb, L.cuda().to_device(x[:1000]), out, 1000)  # compiles
@@ -44,7 +49,7 @@ def multi_block(entry: str, per_block=None):
 def generic_sum(ns):
     """The generic kernel's first pass of a sum, as the grid-stride kernels are profiled."""
     kernel = kernel_for(ns["make_reduce_kernel"], "sum")
-    x = np.random.default_rng(0).random(PROFILE_N, dtype=np.float32)
+    x = _profile_input(PROFILE_N)
     grid, tpb = 8 * _sms(), THREADS["gpu"]
     part_v, part_i = L.output(grid, 0, np.float32), L.output(grid, 0, np.int64)
     for data in (x[:1000], x):  # the first launch compiles and is not profiled

@@ -17,8 +17,13 @@ SOFTMAX_KERNELS = ("warp_softmax_kernel", "block_smem_softmax_kernel",
                    "block_uncached_softmax_kernel")
 
 
+@L.built_once
+def _host_data(rows, cols, dtype=np.float32):
+    return np.random.default_rng(0).standard_normal((rows, cols)).astype(dtype)
+
+
 def _data(rows, cols, dtype=np.float32):
-    x = np.random.default_rng(0).standard_normal((rows, cols)).astype(dtype)
+    x = _host_data(rows, cols, dtype)
     cuda = L.cuda()
     return cuda.to_device(x), cuda.device_array((rows, cols), dtype)
 
