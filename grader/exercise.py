@@ -8,6 +8,7 @@ exercise cells) and run the same randomized and edge-case tests.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import sys
@@ -39,6 +40,9 @@ from grader.stubs import is_stub
 # The largest test case (in elements) run under compute-sanitizer: the tools slow kernels
 # down a hundredfold. The declarations choose their exact-size cases by it.
 SANITIZED_MAX_SIZE = 1 << 16
+# "1" in the processes of the gpu-mode simulator pass (grader.stages.simulate): there the
+# simulator cases are each exercise's simulator_pass_cases
+SIMULATOR_PASS_ENV = "WORKBOOK_SIMULATOR_PASS"
 
 
 class Mismatch(AssertionError):
@@ -89,9 +93,24 @@ class Exercise:
     profile_kernels: tuple[str, ...] = ()
     profile_skip: int = 1
     sanitizer_cases: Sequence[Case] | None = None  # for compute-sanitizer (default: small ones)
+    # for the gpu-mode simulator pass (default: every simulator case)
+    simulator_pass_cases: Sequence[Case] | None = None
 
     def cases_for(self, mode: str) -> Sequence[Case]:
+        """The cases of ``mode``; in a process of the gpu-mode simulator pass
+        (:data:`SIMULATOR_PASS_ENV`), :meth:`simulator_pass`."""
+        if mode == "sim" and os.environ.get(SIMULATOR_PASS_ENV) == "1":
+            return self.simulator_pass()
         return self.cases[mode]
+
+    def simulator_pass(self) -> Sequence[Case]:
+        """The simulator cases that the gpu-mode simulator pass runs: ``simulator_pass_cases``,
+        else all of them. The GPU check has run the GPU cases for correctness; the pass looks
+        for what only the simulator sees (races, uninitialised reads, misused barriers and
+        warp collectives), which depends on the launches more than on the values."""
+        if self.simulator_pass_cases is None:
+            return self.cases["sim"]
+        return tuple(self.simulator_pass_cases)
 
 
 _LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, str(Path(__file__).parents[1] / "grader"),

@@ -42,11 +42,22 @@ def progress_events(phase: str, progress: PhaseCallback):
     return on_event
 
 
+def with_environment(settings: dict[str, str]):
+    """A :func:`grader.session.run_exercises` wrapper that starts each grading process with
+    ``settings`` added to its environment (none: no wrapper)."""
+    if not settings:
+        return None
+    prefix = ["env", *(f"{name}={value}" for name, value in settings.items())]
+    return lambda attempt, folder: (prefix, {})
+
+
 def run_checks(order: list[str], cells: list[dict], mode: str, timeout: float,
                seed: int | None, progress: PhaseCallback, phase: str,
-               on_result: Callable[[dict], None] | None = None) -> dict[str, ExerciseResult]:
+               on_result: Callable[[dict], None] | None = None,
+               settings: dict[str, str] | None = None) -> dict[str, ExerciseResult]:
     """The exercises' tests in one process (more after a crash or hang), timed as ``phase``;
-    results by id. The check stage and the simulator pass both run this."""
+    results by id. The check stage and the simulator pass both run this; ``settings`` are
+    environment variables for the processes of this phase only."""
     job = {"mode": mode, "action": "check", "exercise_ids": order, "cells": cells, "seed": seed}
     progress(phase, order[0])
     show = progress_events(phase, progress)
@@ -56,7 +67,8 @@ def run_checks(order: list[str], cells: list[dict], mode: str, timeout: float,
         if on_result and "result" in event:
             on_result(event)
 
-    attempts = run_exercises(job, timeout, on_event=on_event)
+    attempts = run_exercises(job, timeout, wrap=with_environment(settings or {}),
+                             on_event=on_event)
     progress(phase, None)
     results: dict[str, ExerciseResult] = {}
     for attempt in attempts:

@@ -4,20 +4,33 @@ The simulator sees what NVIDIA's tools cannot: races on global memory within a b
 of memory nobody wrote, warp-collective misuse. Its verdict amends a GPU-graded result
 (:func:`apply`): a bug it finds fails the exercise; a run that did not finish is reported,
 not held against it.
+
+The GPU check has already run the GPU cases for correctness, so this pass runs only what it
+is there for, in processes of its own (:data:`SETTINGS`):
+
+* each exercise's simulator-pass cases (:meth:`grader.exercise.Exercise.simulator_pass`: the
+  simulator cases an exercise declares as ``simulator_pass_cases``, else all of them); a
+  check in simulator mode still runs every simulator case;
+* no sm_90 compile step (:mod:`grader.gpu_compile.step`): it exists to reject, without a
+  GPU, kernels the GPU compiler would reject, and here the GPU check has compiled them.
 """
 
 from __future__ import annotations
 
+from grader.exercise import SIMULATOR_PASS_ENV
+from grader.gpu_compile.step import SWITCH_ENV as GPU_COMPILE_ENV
 from grader.results import ERROR, FAILED, PASSED, ExerciseResult
 from grader.stages import PhaseCallback, run_checks
 
 PHASE = "simulator"
+SETTINGS = {SIMULATOR_PASS_ENV: "1", GPU_COMPILE_ENV: "0"}  # the pass's processes' environment
 
 
 def run(order: list[str], cells: list[dict], timeout: float, seed: int | None,
         progress: PhaseCallback) -> dict[str, ExerciseResult]:
-    """The exercises of ``order`` checked in the simulator, sanitizer on; results by id."""
-    return run_checks(order, cells, "sim", timeout, seed, progress, PHASE)
+    """The exercises of ``order`` checked in the simulator, sanitizer on, on their
+    simulator-pass cases; results by id."""
+    return run_checks(order, cells, "sim", timeout, seed, progress, PHASE, settings=SETTINGS)
 
 
 def apply(result: ExerciseResult, simulated: ExerciseResult) -> None:

@@ -16,7 +16,10 @@ from grader.exercises.reduction.cases import (
     THREADS,
     generic_cases,
     grid_stride_cases,
+    launch_of,
     multi_block_cases,
+    one_block_of_half,
+    simulator_pass,
     single_block_cases,
 )
 from grader.exercises.reduction.runs import combine_functions, make_values
@@ -36,16 +39,27 @@ DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 exercise = partial(Exercise, lesson=LESSON, make_inputs=make_values,
                    reference=r.sum_reference)
 
+# the cases of each kind of exercise, and the gpu-mode simulator pass's of them (one per
+# launch shape, see .cases)
+SINGLE_BLOCK = single_block_cases()
+SINGLE_BLOCK_PASS = simulator_pass(SINGLE_BLOCK, one_block_of_half)
+SEGMENTED = multi_block_cases(2 * THREADS["sim"], 2 * THREADS["gpu"])
+COARSENED = multi_block_cases(8 * THREADS["sim"], 8 * THREADS["gpu"])
+GRID_STRIDE = grid_stride_cases()
+GENERIC = generic_cases()
+
 EXERCISES = (
     exercise(
         id="reduction.simple", title="simple interleaved tree reduce (one block, in place)",
-        entry="simple_sum_kernel", points=1, cases=single_block_cases(),
+        entry="simple_sum_kernel", points=1, cases=SINGLE_BLOCK,
+        simulator_pass_cases=SINGLE_BLOCK_PASS,
         run=r.run_single_block("simple_sum_kernel", read_only=False), verify=r.verify_sum,
         no_metric_rule="the lesson's starting point, divergent by design (an interleaved "
         "tree, in place): the rules of the exercises after it measure what each one fixes"),
     exercise(
         id="reduction.convergent", title="divergence-free (convergent) reduce",
-        entry="convergent_sum_kernel", points=1, cases=single_block_cases(),
+        entry="convergent_sum_kernel", points=1, cases=SINGLE_BLOCK,
+        simulator_pass_cases=SINGLE_BLOCK_PASS,
         run=r.run_single_block("convergent_sum_kernel", read_only=False), verify=r.verify_sum,
         metric_rules=(
             rule(metric=INSTRUCTIONS, label="instructions executed", max_ratio=1.5,
@@ -59,7 +73,8 @@ EXERCISES = (
         profile=profiles.single_block("convergent_sum_kernel")),
     exercise(
         id="reduction.shared", title="shared-memory reduce (input read once, never written)",
-        entry="shared_sum_kernel", points=1, cases=single_block_cases(),
+        entry="shared_sum_kernel", points=1, cases=SINGLE_BLOCK,
+        simulator_pass_cases=SINGLE_BLOCK_PASS,
         run=r.run_single_block("shared_sum_kernel", read_only=True), verify=r.verify_sum,
         metric_rules=(
             rule(metric=GLOBAL_LOADS, label="global load requests", max_ratio=1.5,
@@ -71,7 +86,7 @@ EXERCISES = (
     exercise(
         id="reduction.segmented", title="segmented multi-block reduce with atomicAdd",
         entry="segmented_sum_kernel", points=1,
-        cases=multi_block_cases(2 * THREADS["sim"], 2 * THREADS["gpu"]),
+        cases=SEGMENTED, simulator_pass_cases=simulator_pass(SEGMENTED),
         run=r.run_segmented, verify=r.verify_segments,
         metric_rules=(
             rule(metric=DURATION, label="duration", max_ratio=1.3,
@@ -82,7 +97,7 @@ EXERCISES = (
     exercise(
         id="reduction.coarsened", title="thread-coarsened reduce",
         entry="coarsened_sum_kernel", needs=("COARSE_FACTOR",), points=1,
-        cases=multi_block_cases(8 * THREADS["sim"], 8 * THREADS["gpu"]),
+        cases=COARSENED, simulator_pass_cases=simulator_pass(COARSENED),
         run=r.run_coarsened, verify=r.verify_segments,
         metric_rules=(
             rule(metric=DURATION, label="duration", max_ratio=1.3,
@@ -98,7 +113,8 @@ EXERCISES = (
     # correct kernels.
     exercise(
         id="reduction.shuffle", title="warp-shuffle reduce with a grid-stride loop",
-        entry="shuffle_sum_kernel", needs=("warp_sum",), points=2, cases=grid_stride_cases(),
+        entry="shuffle_sum_kernel", needs=("warp_sum",), points=2, cases=GRID_STRIDE,
+        simulator_pass_cases=simulator_pass(GRID_STRIDE, launch_of),
         run=r.run_warp_shuffle, verify=r.verify_grid_stride,
         metric_rules=(
             rule(metric=DURATION, label="duration", max_ratio=1.6,
@@ -110,7 +126,8 @@ EXERCISES = (
         profile=profiles.multi_block("shuffle_sum_kernel")),
     exercise(
         id="reduction.generic", title="generic reduce: sum, max, min, argmax from one kernel",
-        entry="make_reduce_kernel", points=2, cases=generic_cases(),
+        entry="make_reduce_kernel", points=2, cases=GENERIC,
+        simulator_pass_cases=simulator_pass(GENERIC, launch_of),
         reference=r.reference_generic, run=r.run_generic, verify=r.verify_generic,
         metric_rules=(
             rule(metric=DURATION, label="duration (sum, first pass)", max_ratio=1.3,

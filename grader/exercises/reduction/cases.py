@@ -3,10 +3,17 @@
 Sizes are small in simulator mode (every CUDA thread is a Python thread there) and
 include the edge cases that catch most bugs: n = 1, n smaller than one block, n not a
 multiple of the block, several blocks.
+
+The gpu-mode simulator pass (:func:`simulator_pass`) runs some of the simulator cases again
+after the GPU check, for the bugs only the simulator sees: races in shared or global memory
+(within a block or between blocks), reads of memory nobody wrote, barriers that not every
+thread reaches. These depend on the launch, not on the sizes and values the GPU check has
+covered: the pass keeps one case per launch shape.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from grader.exercise import Case
@@ -81,6 +88,7 @@ GENERIC_KINDS = {
     "min": ("integers", "positive"),
     "argmax": ("integers", "negative"),
 }
+IDENTITY_KINDS = ("negative", "positive")  # the kinds that expose a wrong identity
 
 
 def generic_cases() -> dict:
@@ -95,3 +103,32 @@ def generic_cases() -> dict:
     several = SIM_SHUFFLE_BLOCKS[-1]
     sim = cases((1, 40)) + cases((grid * several + 1,), several)
     return {"sim": sim, "gpu": cases((1, 1000, 1 << 20, 12_345_679))}
+
+
+# --- the gpu-mode simulator pass --------------------------------------------------------------
+
+def one_block_of_half(case: Case) -> int:
+    """The launch shape of exercises 1-3: one block of n // 2 threads."""
+    return case.size // 2
+
+
+def launch_of(case: LaunchCase) -> tuple:
+    """The launch shape of a :class:`LaunchCase`: its op (each builds a kernel of its own),
+    grid and block."""
+    return case.op, case.grid, case.block
+
+
+def simulator_pass(cases: dict, shape: Callable[[Case], Hashable] | None = None
+                   ) -> Sequence[Case]:
+    """The simulator cases of ``cases`` that the gpu-mode simulator pass runs: for each launch
+    shape (``shape(case)``; None: one shape, a fixed block whose grid grows with n), the
+    largest case, which has the most blocks, a partial last block and threads that loop where
+    the kernel strides over the grid; of equal sizes, one of IDENTITY_KINDS if any."""
+    chosen: dict[Hashable, Case] = {}
+    for case in cases["sim"]:
+        key = shape(case) if shape else None
+        best = chosen.get(key)
+        if best is None or (case.size, case.kind in IDENTITY_KINDS) > (
+                best.size, best.kind in IDENTITY_KINDS):
+            chosen[key] = case
+    return tuple(chosen.values())
