@@ -50,6 +50,45 @@ def _slow_namespace(exercise_id):
     return namespace_with_variant(LESSON, slow_variant(exercise_id))
 
 
+def _last_run_blobs(labels, tile, pixels):
+    """The blob of each thread's last run in exercise 10's launch (-1: no run), by block and
+    warp: a list of 32-lane arrays, one per warp of every block."""
+    h, w = labels.shape
+    width = tile // pixels
+    warps = []
+    for by in range(-(-h // tile)):
+        for bx in range(-(-w // tile)):
+            lanes = np.full(width * tile, -1)
+            for ty in range(tile):
+                for tx in range(width):
+                    y, x0 = by * tile + ty, bx * tile + tx * pixels
+                    row = labels[y, x0:min(x0 + pixels, w)] if y < h else labels[:0, 0]
+                    found = row[row > 0]
+                    lanes[ty * width + tx] = found[-1] if found.size else -1
+            warps += [lanes[k:k + 32] for k in range(0, lanes.size, 32)]
+    return warps
+
+
+def test_block_statistics_cases_take_both_sides_of_the_warp_step():
+    """Exercise 10's warp step runs on whole warps, and its cases hold warps whose 32 lanes
+    all add to one blob (one combined update) and warps whose lanes all hold a run, of
+    different blobs (a combination must not happen there)."""
+    ns = namespace_with(LESSON, "ccl.stats_block")
+    tile, pixels = int(ns["TILE"]), int(ns["PIXELS"])
+    assert tile == ccl.cases.STATS_TILE[workbook.MODE]
+    assert np.prod(ns["STATS_THREADS"]) % 32 == 0
+    one_blob = mixed = 0
+    for case in get_exercise("ccl.stats_block").cases[workbook.MODE]:
+        if workbook.MODE == "gpu" and case.size > 1 << 21:
+            continue  # a Python loop per thread: the smaller images suffice
+        made = inputs.make_stats(np.random.default_rng(0), case)
+        for lanes in _last_run_blobs(made["labels"], tile, pixels):
+            if lanes.size == 32 and (lanes > 0).all():
+                one_blob += int((lanes == lanes[0]).all())
+                mixed += int((lanes != lanes[0]).any())
+    assert one_blob and mixed, (one_blob, mixed)
+
+
 @pytest.mark.sim_only  # the atomics are counted in the simulator; on a GPU ncu counts them
 def test_per_pixel_atomics_rejected_by_block_statistics():
     """The metric rules' slow variant: right numbers, but one atomic per pixel."""
@@ -72,8 +111,9 @@ def test_links_leaving_the_tile_rejected_by_block_init():
 
 @pytest.mark.sim_only
 def test_profile_launch_runs_for_the_solution_and_the_slow_variant(monkeypatch):
-    """The GPU profile launch, at a simulator size: both kernels give the same statistics."""
-    monkeypatch.setattr(profiles, "STATS_PROFILE", ((12, 20), 0.6, 8))
+    """The GPU profile launch, at a simulator size: both kernels give the same statistics.
+    The warm-up launch reads the image's first TILE x TILE labels: the image holds as many."""
+    monkeypatch.setattr(profiles, "STATS_PROFILE", ((20, 36), 0.6, 8))
     outputs = []
     monkeypatch.setattr(profiles, "stat_outputs", lambda count, real=profiles.stat_outputs:
                         outputs.append(real(count)) or outputs[-1])
@@ -85,7 +125,7 @@ def test_profile_launch_runs_for_the_solution_and_the_slow_variant(monkeypatch):
         assert len(outputs) == 2  # the warm-up launch and the profiled one
         results.append({k: v.copy_to_host() for k, v in outputs[-1].items()})
     labels, count = ccl.scipy_labels(
-        images.random_image(np.random.default_rng(0), (12, 20), 0.6), 8)
+        images.random_image(np.random.default_rng(0), (20, 36), 0.6), 8)
     want = ccl.stats_reference(labels, count)
     for got in results:
         for name in references.STAT_NAMES:

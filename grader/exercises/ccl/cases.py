@@ -42,8 +42,8 @@ def _both(kind, shape):
 
 
 # The lesson's tile of the per-block statistics (TILE; its threads cover TILE // PIXELS
-# runs of PIXELS pixels in each of TILE rows) in each mode.
-STATS_TILE = {"sim": 8, "gpu": 32}
+# runs of PIXELS pixels in each of TILE rows, so that a warp covers 8 whole rows) in each mode.
+STATS_TILE = {"sim": 16, "gpu": 32}
 
 
 def edge_images(block: tuple[int, int]) -> list[tuple[str, tuple[int, int], int]]:
@@ -55,7 +55,8 @@ def edge_images(block: tuple[int, int]) -> list[tuple[str, tuple[int, int], int]
     return [("random 0.5", (by + 1, 2 * bx - 1), 8), ("frame", (2 * by - 1, bx + 1), 4)]
 
 
-SIM_EDGES = edge_images(BLOCK["sim"]) + edge_images((STATS_TILE["sim"],) * 2)
+# around one thread block, and around two blocks stacked (8 x 8 pixels)
+SIM_EDGES = edge_images(BLOCK["sim"]) + edge_images((BLOCK["sim"][0], 2 * BLOCK["sim"][1]))
 
 SIM_IMAGES = [
     ("random 0.3", (16, 16), 4), ("random 0.3", (12, 16), 8), ("random 0.41", (16, 16), 8),
@@ -71,6 +72,14 @@ SIM_FEW = [
     ("checker", (8, 9), 8), ("frame", (12, 13), 4), ("empty", (5, 7), 4),
     ("random 0.6", (1, 16), 4), ("random 0.6", (16, 1), 8), ("full", (1, 1), 4),
     *SIM_EDGES,
+]
+# the per-block statistics: tiles of STATS_TILE pixels, images one pixel around their edges,
+# and warps (8 rows of a tile) whose 32 lanes all hold foreground: of one blob (full, the
+# warp's combined update) or each of another blob (a 4-connected checkerboard)
+SIM_STATS_BLOCK = [
+    *(case for case in SIM_FEW if case not in SIM_EDGES), *edge_images(BLOCK["sim"]),
+    *edge_images((STATS_TILE["sim"],) * 2), ("full", (18, 33), 8), ("checker", (16, 18), 4),
+    ("random 0.9", (16, 32), 4),
 ]
 GPU_IMAGES = [
     *_both("random 0.3", (1024, 1024)), ("random 0.41", (1024, 1024), 8),
@@ -150,6 +159,7 @@ PROPAGATION_CASES = _modes(SIM_PROPAGATION, GPU_PROPAGATION)
 SANITIZER_PROPAGATION_CASES = image_cases(SANITIZER_PROPAGATION)
 IMAGE_CASES = _modes(SIM_IMAGES, GPU_IMAGES)
 FEW_IMAGE_CASES = _modes(SIM_FEW, GPU_IMAGES)
+STATS_BLOCK_CASES = _modes(SIM_STATS_BLOCK, GPU_IMAGES)
 BLOCK_CASES = _modes(SIM_BLOCKS, GPU_BLOCKS)
 # exercise 7: arrays of 0/1 flags and of small integers, alternately
 SCAN_CASES = {
