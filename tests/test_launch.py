@@ -165,10 +165,11 @@ def driver_stand_in(monkeypatch):
     launches = []
 
     def cu_launch_kernel(handle, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        values = [kind.from_address(params[k]).value for k, kind in enumerate(kinds)]
-        launches.append({"handle": handle, "grid": (gx, gy, gz), "block": (bx, by, bz),
+        pointers = (ctypes.c_void_p * len(kinds)).from_address(params)
+        values = [kind.from_address(pointers[k]).value for k, kind in enumerate(kinds)]
+        launches.append({"handle": int(handle), "grid": (gx, gy, gz), "block": (bx, by, bz),
                          "shared": shared, "params": values})
-        return 0
+        return (0,)  # as cuda.bindings: a tuple of the CUresult
 
     monkeypatch.setattr(launch_module, "current_mode", lambda: "gpu")
     monkeypatch.setattr("workbook.occupancy.compiled", lambda kernel, args: overload)
@@ -240,6 +241,35 @@ def test_only_the_arguments_that_changed_are_checked_and_written(driver_stand_in
     assert written == [0]
 
 
+def test_a_loop_alternating_between_arrays_checks_and_reads_each_once(driver_stand_in):
+    """A parameter remembers the arrays it accepted (weakly) with their pointers: a loop over
+    two inputs does not check contiguity or read a pointer again; a new array is checked."""
+    class Counted(DeviceArrayStandIn):
+        reads = 0
+
+        @property
+        def device_ctypes_pointer(self):
+            Counted.reads += 1
+            return self._pointer
+
+        @device_ctypes_pointer.setter
+        def device_ctypes_pointer(self, value):
+            self._pointer = value
+
+    args = _axpy_args()
+    inputs = [Counted(0x10000 + k * 0x1000, (3, 5)) for k in range(2)]
+    launch = prepare(axpy_rows, 1, (4, 4), 0, args)
+    Counted.reads = 0
+    for k in range(6):
+        launch(inputs[k % 2], *args[1:])
+    assert [c["params"][4] for c in driver_stand_in[-6:]] == [0x10000, 0x11000] * 3
+    reads = Counted.reads
+    assert reads <= 4  # hasattr and the pointer, once per array
+    inputs[0] = Counted(0x30000, (3, 5))
+    launch(inputs[0], *args[1:])
+    assert Counted.reads > reads and driver_stand_in[-1]["params"][4] == 0x30000
+
+
 def test_arguments_of_another_kind_are_left_to_numba(driver_stand_in, monkeypatch):
     args = _axpy_args()
     launch = prepare(axpy_rows, 1, (4, 4), 0, args)
@@ -261,7 +291,7 @@ def test_a_failed_launch_raises_with_the_driver_s_code(driver_stand_in, monkeypa
 
     args = _axpy_args()
     launch = prepare(axpy_rows, 1, (4, 4), 0, args)
-    launch.fast._launch = lambda: 700  # CUDA_ERROR_ILLEGAL_ADDRESS
+    launch.fast._launch = lambda: (700,)  # CUDA_ERROR_ILLEGAL_ADDRESS
     with pytest.raises(launch_module.CudaLaunchError, match="CUresult 700"):
         launch(*args)
     assert not launch.fast.same_as_last(args)  # the next launch writes its arguments again

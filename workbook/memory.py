@@ -149,7 +149,11 @@ class BlockPool:
 
 
 def empty_other_caches() -> None:
-    """Ask the other GPU caches of this process (PyTorch's, CuPy's) for their free blocks."""
+    """Ask the other GPU caches of this process (PyTorch's, CuPy's, the arrays
+    :mod:`workbook.outputs` keeps for reuse) for their free blocks."""
+    outputs = sys.modules.get("workbook.outputs")
+    if outputs is not None:
+        outputs.forget_all()
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         torch.cuda.empty_cache()
