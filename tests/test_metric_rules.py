@@ -34,10 +34,13 @@ RECORDS = [json.loads(p.read_text())
 
 
 def newest_records(records: list[dict]) -> dict[str, dict]:
-    """Each exercise's most recent record (by the date of its own run)."""
+    """Each exercise's most recent record (by the date of its own run; a run marked
+    ``superseded_by`` a later one of the same day is left out)."""
     newest: dict[str, dict] = {}
     for record in records:
         for run in record["exercises"]:
+            if run.get("superseded_by"):
+                continue
             run = {"device": record["device"], "date": record["date"], **run}
             if run["exercise"] not in newest or run["date"] > newest[run["exercise"]]["date"]:
                 newest[run["exercise"]] = run
