@@ -39,8 +39,6 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 PROCESSES_ENV = "WORKBOOK_GRADER_PROCESSES"  # grader.grade.PROCESSES_ENV (not imported:
 # importing grader.grade imports numba.cuda, which must wait for the mode to be chosen)
-NICE_ENV = "WORKBOOK_GRADER_NICE"  # grader.session.NICE_ENV (not imported, as above)
-BATCH_NICENESS = "10"  # gpu mode: checks yield the CPU to the ncu runs (grader.session.niceness)
 GiB = 1 << 30
 CORES_PER_WORKER = 2.5  # gpu mode
 GPU_MEMORY_PER_WORKER = 4 * GiB
@@ -133,9 +131,8 @@ def local_worker_env(mode: str, workers: int | None,
                      if k < n]
         cores = max(1, machine.cores // len(order))
         processes = inherited or str(max(1, min(3, cores // 6)))  # grader.grade's default
-        nice = os.environ.get(NICE_ENV, BATCH_NICENESS)
         return [{"WORKBOOK_MODE": "gpu", "CUDA_VISIBLE_DEVICES": device,
-                 PROCESSES_ENV: processes, NICE_ENV: nice} for device in order]
+                 PROCESSES_ENV: processes} for device in order]
     count = workers or default_workers(mode, machine)[0]
     return [{"WORKBOOK_MODE": "sim", "NUMBA_ENABLE_CUDASIM": "1", PROCESSES_ENV: inherited or "1"}
             for _ in range(count)]

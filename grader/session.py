@@ -71,21 +71,6 @@ def child_env(mode: str) -> dict:
                 WORKBOOK_MEMORY_POOL="0")
 
 
-NICE_ENV = "WORKBOOK_GRADER_NICE"  # niceness of the grading processes that do not profile
-
-
-def niceness(job: dict) -> list[str]:
-    """The command prefix that lowers the CPU priority of a grading process by
-    ``WORKBOOK_GRADER_NICE`` (set by ``grader batch``'s workers), except for a profile job:
-    ncu profiles one process at a time on the machine, from its first profiled launch until
-    it exits, so every other notebook's profile waits for that process, and it must not
-    wait for CPU time behind the checks of other notebooks."""
-    value = os.environ.get(NICE_ENV, "")
-    if job.get("action") == "profile" or not value.isdigit() or int(value) == 0:
-        return []
-    return ["nice", "-n", value]
-
-
 def run_exercises(
     job: dict,
     timeout: float,
@@ -131,8 +116,7 @@ def _run_once(job: dict, timeout: float, workdir: Path, prefix: list[str],
     job_path, events_path = workdir / "job.json", workdir / "events.jsonl"
     job_path.write_text(json.dumps(job))
     events_path.touch()
-    command = [*niceness(job), *prefix, sys.executable, "-m", "grader.runner", str(job_path),
-               str(events_path)]
+    command = [*prefix, sys.executable, "-m", "grader.runner", str(job_path), str(events_path)]
     with open(workdir / "output.txt", "w+") as output:
         proc = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, text=True,
                                 env=child_env(job["mode"]), start_new_session=True)

@@ -337,34 +337,6 @@ def test_a_crash_while_profiling_blames_that_exercise_and_the_next_attempt_goes_
     assert attempts[1].started() == ["c", "c"]
 
 
-NICENESS_CHILD = """
-import json, os, sys
-job = json.load(open(sys.argv[-2]))
-with open(sys.argv[-1], "a") as events:
-    for exercise_id in job["exercise_ids"]:
-        events.write(json.dumps({"start": exercise_id, "nice": os.nice(0)}) + "\\n")
-"""
-
-
-def test_with_a_niceness_set_only_the_profile_job_keeps_its_priority(tmp_path, monkeypatch):
-    from grader.session import NICE_ENV, run_exercises
-
-    child = tmp_path / "child.py"
-    child.write_text(NICENESS_CHILD)
-    wrap = lambda n, folder: ([sys.executable, str(child)], {})  # noqa: E731
-    base = os.nice(0)
-
-    def niceness(action):
-        job = {"mode": "sim", "action": action, "exercise_ids": ["a"]}
-        (attempt,) = run_exercises(job, 30, wrap=wrap)
-        return attempt.events[0]["nice"] - base
-
-    monkeypatch.delenv(NICE_ENV, raising=False)
-    assert (niceness("check"), niceness("profile")) == (0, 0)
-    monkeypatch.setenv(NICE_ENV, "7")
-    assert (niceness("check"), niceness("sanitize"), niceness("profile")) == (7, 7, 0)
-
-
 def test_ncu_is_found_on_path_then_in_the_default_place(tmp_path, monkeypatch):
     from grader import ncu
 
