@@ -178,8 +178,7 @@ def grade_submission(name: str, shown_as: str, content: bytes, options: dict) ->
                                    "exercises", "worker": worker}
             report = grade_notebook(notebook, options["mode"], options["timeout"],
                                     options["seed"], exercises=ids, metrics=options["metrics"],
-                                    sanitizers=options["sanitizers"],
-                                    on_phase=leave_pool_at("profile"))
+                                    sanitizers=options["sanitizers"])
         except NotebookError as exc:
             return {"error": str(exc).replace(str(path), shown_as), "worker": worker}
         except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
@@ -189,28 +188,6 @@ def grade_submission(name: str, shown_as: str, content: bytes, options: dict) ->
     data = report.to_dict()
     data["path"] = shown_as
     return {"report": data, "worker": worker}
-
-
-def leave_pool_at(phase: str):
-    """A grading progress callback: when the notebook reaches ``phase`` (the profile stage),
-    its task leaves the worker's thread pool (``distributed.secede``), and the worker starts
-    its next notebook while this one waits its turn for ncu, which profiles one process at
-    a time on the machine (measured on an H100: ``benchmarks/results/
-    h100-2026-11-26-profile-window``); outside a Dask worker it does nothing."""
-    left = []
-
-    def on_phase(current: str, exercise_id: str | None) -> None:
-        if current != phase or left:
-            return
-        left.append(current)
-        from distributed import secede
-
-        try:
-            secede()
-        except ValueError:  # not running in a worker's thread pool (a direct call)
-            pass
-
-    return on_phase
 
 
 def _worker_address() -> str:

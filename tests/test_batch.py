@@ -399,42 +399,6 @@ def test_a_class_is_graded_contained_and_resumed(tmp_path, scheduler):
     assert "Every exercise passed." in (out / "bob.feedback.md").read_text()
 
 
-RELEASES: dict = {}  # name -> threading.Event (the in-process workers share this module)
-
-
-def _wait_in_phase(phase: str, name: str) -> bool:
-    from grader.batch import leave_pool_at
-
-    leave_pool_at("profile")(phase, "reduction.simple")
-    return RELEASES[name].wait(timeout=5)
-
-
-def _release(name: str) -> None:
-    RELEASES[name].set()
-
-
-def test_a_notebook_waiting_for_ncu_leaves_its_worker_to_the_next_notebook():
-    """On a worker with one thread, a task that reaches the profile stage makes way: the
-    next task starts while the first still waits (here, for the second to let it go). With
-    the callback reporting another phase, the second task never starts and the first times
-    out."""
-    import threading
-
-    from distributed import Client, LocalCluster
-
-    from grader.batch import leave_pool_at
-
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
-        for phase, expected in (("profile", True), ("check", False)):
-            RELEASES[phase] = threading.Event()
-            first = client.submit(_wait_in_phase, phase, phase, pure=False)
-            second = client.submit(_release, phase, pure=False)
-            assert first.result(timeout=30) is expected
-            second.result(timeout=30)
-    leave_pool_at("profile")("profile", None)  # outside a worker: nothing happens
-
-
 def test_force_grades_again(tmp_path, scheduler):
     root, out = tmp_path / "in", tmp_path / "out"
     planted(root / "alice.ipynb")
