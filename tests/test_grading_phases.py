@@ -232,6 +232,16 @@ def test_each_segment_gives_its_exercise_the_launch_after_the_compile_launch(mon
     assert not reasons
 
 
+def profile_program(who: str, later: str = "") -> list[dict]:
+    """A two-exercise program for profile jobs: a setup cell naming ``who``, then lesson
+    02's first two exercises (``later`` appended to the second's cell)."""
+    return [{"index": 0, "role": "setup", "exercise_id": None, "source": f"who = {who!r}"},
+            {"index": 1, "role": "exercise", "exercise_id": "reduction.simple",
+             "source": "simple_sum_kernel = max"},
+            {"index": 2, "role": "exercise", "exercise_id": "reduction.shared",
+             "source": "shared_sum_kernel = max" + later}]
+
+
 def test_a_profile_job_profiles_each_program_for_the_exercises_it_covers(tmp_path, monkeypatch):
     """benchmarks/metric_rules.py profiles a lesson's variants in one process: a program
     named for one exercise is profiled for that exercise only, the others for each."""
@@ -244,12 +254,7 @@ def test_a_profile_job_profiles_each_program_for_the_exercises_it_covers(tmp_pat
     monkeypatch.setattr(runner, "_profiled_segment",
                         lambda ex, namespace: profiled.append((ex.id, namespace["who"])))
 
-    def cells(who):
-        return [{"index": 0, "role": "setup", "exercise_id": None, "source": f"who = {who!r}"},
-                {"index": 1, "role": "exercise", "exercise_id": "reduction.simple",
-                 "source": "simple_sum_kernel = max"},
-                {"index": 2, "role": "exercise", "exercise_id": "reduction.shared",
-                 "source": "shared_sum_kernel = max"}]
+    cells = profile_program
 
     job = {"mode": "sim", "action": "profile",
            "exercise_ids": ["reduction.simple", "reduction.shared"],
@@ -289,11 +294,7 @@ def test_a_profile_job_prepares_every_segment_before_it_profiles_one(tmp_path, m
                         lambda ex, namespace: calls.append(("profile", ex.id, namespace["who"])))
 
     def cells(who):
-        return [{"index": 0, "role": "setup", "exercise_id": None, "source": f"who = {who!r}"},
-                {"index": 1, "role": "exercise", "exercise_id": "reduction.simple",
-                 "source": "simple_sum_kernel = max"},
-                {"index": 2, "role": "exercise", "exercise_id": "reduction.shared",
-                 "source": "shared_sum_kernel = max\nwho = who + '+'"}]
+        return profile_program(who, later="\nwho = who + '+'")
 
     job = {"mode": "sim", "action": "profile",
            "exercise_ids": ["reduction.simple", "reduction.shared"],
