@@ -2,9 +2,9 @@
 
 A notebook's functions, kernels, device functions and classes live in ``__main__``,
 which another process cannot import: :func:`dumps` pickles them by value (numba's
-copy of cloudpickle), with the globals they use. Kernels and device functions travel
-as their Python function and compile options, and foreign functions
-(``cuda.declare_device``) as their declaration, so that the receiving process
+copy of cloudpickle, through :mod:`grader.pickling`), with the globals they use.
+Kernels and device functions travel as their Python function and compile options, and
+foreign functions (``cuda.declare_device``) as their declaration, so that the receiving process
 rebuilds them in its own mode (GPU or simulator) and compiles them itself. The
 source lines of the notebook's cells travel too: tracebacks, compiler errors and the
 simulator's diagnoses in the other process quote them as in the notebook.
@@ -20,32 +20,14 @@ import pickle
 import types
 from collections.abc import Iterable, Mapping
 
+from grader import pickling
+
 MAX_BYTES = 256 << 20  # larger than any exercise's objects: a notebook's data, not code
 
 
 class ShippingError(Exception):
     """An object of the notebook cannot be sent to another process; the message says which
     and why."""
-
-
-@functools.cache
-def _pickler_class() -> type:
-    """numba's cloudpickle, with reductions for kernels, foreign functions and caches, and a
-    record of the source files of the functions it pickles."""
-    from numba import cloudpickle
-
-    class NotebookPickler(cloudpickle.Pickler):
-        def __init__(self, file):
-            super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-            self.filenames: set[str] = set()
-
-        def reducer_override(self, obj):
-            if isinstance(obj, types.FunctionType):
-                self.filenames.add(obj.__code__.co_filename)
-            reduced = _reduce(obj)
-            return reduced if reduced is not None else super().reducer_override(obj)
-
-    return NotebookPickler
 
 
 def dumps(objects: Mapping[str, object], namespace: Mapping[str, object] | None = None) -> bytes:
@@ -59,7 +41,7 @@ def dumps(objects: Mapping[str, object], namespace: Mapping[str, object] | None 
     if namespace is not None:  # a function without code of its own: it carries the globals
         payload[_GLOBALS] = types.FunctionType(_EMPTY_CODE, namespace, "globals_carrier")
     buffer = io.BytesIO()
-    pickler = _pickler_class()(buffer)
+    pickler = pickling.pickler(buffer, _reduce)
     for name, value in payload.items():
         try:
             pickler.dump((name, value))

@@ -1,10 +1,10 @@
 """A simulated kernel, sent to a process where ``numba.cuda`` is the real compiler.
 
 In simulator mode ``@cuda.jit`` makes a ``FakeCUDAKernel`` that runs its function as
-Python. :func:`pack` pickles the kernel with numba's cloudpickle: its function by value (code,
-the globals and closure cells it uses, the default arguments), and with it every device
-function, foreign function and constant it reaches. What only the simulator has is
-replaced by what the GPU build has:
+Python. :func:`pack` pickles the kernel with numba's cloudpickle (:mod:`grader.pickling`):
+its function by value (code, the globals and closure cells it uses, the default
+arguments), and with it every device function, foreign function and constant it reaches.
+What only the simulator has is replaced by what the GPU build has:
 
 * a ``FakeCUDAKernel`` by ``cuda.jit(fn, device=..., fastmath=...)`` (or, where it is a
   module's attribute, e.g. ``workbook.vector.load4``, by that attribute: the workbook's
@@ -36,29 +36,17 @@ class Unsendable(Exception):
 def pack(kernel) -> tuple[bytes, dict[str, str]]:
     """The pickled kernel, and the source text of each file its functions come from (for
     the compiler's messages)."""
-    from numba import cloudpickle  # numba's copy: it keeps the code's file names
-
-    class SimPickler(cloudpickle.Pickler):
-        files: set[str] = set()
-
-        def reducer_override(self, obj):
-            reduced = _simulator_reduce(obj)
-            if reduced is not None:
-                return reduced
-            if isinstance(obj, types.CodeType):
-                self.files.add(obj.co_filename)
-            return super().reducer_override(obj)
+    from grader import pickling
 
     buffer = io.BytesIO()
-    pickler = SimPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.files = set()
+    pickler = pickling.pickler(buffer, _simulator_reduce)
     try:
         pickler.dump(kernel)
     except Unsendable:
         raise
     except Exception as exc:  # noqa: BLE001  (whatever cloudpickle cannot pickle)
         raise Unsendable(f"{type(exc).__name__}: {exc}") from None
-    sources = {name: "".join(linecache.getlines(name)) for name in sorted(pickler.files)}
+    sources = {name: "".join(linecache.getlines(name)) for name in sorted(pickler.filenames)}
     return buffer.getvalue(), {name: text for name, text in sources.items() if text}
 
 
