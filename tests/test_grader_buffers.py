@@ -177,3 +177,25 @@ def test_outside_changes():
     nan = np.full((2, 3), np.nan, np.float32)
     nan[0, 2] = 1.0
     assert L.outside_changes(nan, (2, 2), np.nan) == ([0], [])
+
+
+def test_profile_inputs_are_built_once_per_process_and_read_only():
+    """A profile job makes each exercise's launches twice; their host inputs are built once
+    (the second time must not spend ncu's window on a random generator) and cannot be
+    changed by the first launch's code."""
+    import numpy as np
+    import pytest
+
+    from grader.launch import built_once
+
+    made = []
+
+    @built_once
+    def inputs(n):
+        made.append(n)
+        return {"x": np.arange(n, dtype=np.float32), "n": n}
+
+    first = inputs(4)
+    assert inputs(4) is first and inputs(5) is not first and made == [4, 5]
+    with pytest.raises(ValueError, match="read-only"):
+        first["x"][0] = 1

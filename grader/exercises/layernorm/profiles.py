@@ -15,8 +15,14 @@ BLOCK_SHAPE = (8192, 4096)   # 128 MiB of float32 each way
 DISPATCH_SHAPE = (393216, 16)  # 24 MiB of float32 each way
 
 
+def _profile_inputs(shape, dtype=np.float32) -> dict:
+    """A profile's inputs: a fresh dict (``device_args`` records its buffers in it) of the
+    arrays built once."""
+    return dict(_host_inputs(shape, dtype))
+
+
 @L.built_once
-def _profile_inputs(shape, dtype=np.float32):
+def _host_inputs(shape, dtype=np.float32):
     rng = np.random.default_rng(0)
     x = (3 + rng.standard_normal(shape, dtype=np.float32)).astype(dtype)
     case = NormCase(shape[1], "normal", rows=shape[0], dtype=np.dtype(dtype).name)
