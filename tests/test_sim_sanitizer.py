@@ -503,6 +503,36 @@ def test_a_writer_that_reads_again_is_not_taken_for_a_read_modify_write_of_the_r
 
 
 @SIM
+@cuda.jit
+def uninitialised_then_out_of_range(out, index):
+    buf = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    if t > 0:
+        buf[t] = t
+    cuda.syncthreads()
+    value = buf[0]  # nobody wrote buf[0]
+    out[index if t == 5 else t] = value  # thread 5 writes out of range
+
+
+def test_an_error_after_an_uninitialised_read_is_reported_as_that_read(monkeypatch):
+    """The thread that fails is reported once the sanitizer has named the never-written read
+    that came first, however long that takes (here made slow on purpose): the block's
+    scheduler must not raise the thread's own error in the meantime."""
+    import time
+
+    slow = sanitizer._uninitialised
+
+    def slowly(*args, **kwargs):
+        time.sleep(0.2)
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(sanitizer, "_uninitialised", slowly)
+    message = fails(uninitialised_then_out_of_range, 1, 64, np.zeros(64, np.float32), 1000,
+                    error=UninitializedReadError)
+    assert "read of uninitialised shared memory buf[0]" in message
+    assert "afterwards" in message
+
+
 def test_uninitialised_shared_read():
     message = fails(uninitialised, 1, 64, np.zeros(64, np.float32),
                     error=UninitializedReadError)

@@ -64,7 +64,9 @@ def _stop_shielded(threads) -> None:
 def _wait_for_block(threads, barriers: list[int]) -> None:
     live = set(threads)
     while live:
-        failed = next((t for t in live if t.exception), None)
+        # a failed thread's error is raised once the thread has ended: until then the
+        # sanitizer may still be rewriting it (a never-written read that came first)
+        failed = next((t for t in threads if t.exception and not t.is_alive()), None)
         if failed is not None:
             for other in threads:  # let every waiting thread see the abort
                 other.abort = True
