@@ -134,8 +134,7 @@ def built_once(make):
     @functools.cache
     def remembered(*args):
         made = make(*args)
-        for value in (made.values() if isinstance(made, dict) else
-                      made if isinstance(made, tuple) else (made,)):
+        for value in made.values() if isinstance(made, dict) else (made,):
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
         return made

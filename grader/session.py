@@ -77,12 +77,14 @@ def run_exercises(
     wrap: Callable[[int, Path], tuple[Sequence[str], dict]] | None = None,
     on_event: Callable[[dict], None] | None = None,
     workdir: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> list[Attempt]:
     """Run ``job`` (see :mod:`grader.runner`) until every exercise has had its turn.
 
     ``wrap(attempt_number, folder)`` returns the command prefix that runs the child
     under a tool (compute-sanitizer, ncu) and anything to keep about it; files it
-    writes in ``folder`` outlive the call only where ``workdir`` is given.
+    writes in ``folder`` outlive the call only where ``workdir`` is given. ``env`` is added to
+    each child's environment.
 
     ``timeout`` bounds each stretch without progress (a test case, or the cells before
     the first); in the simulator the child bounds each case itself by ``timeout`` and
@@ -97,7 +99,7 @@ def run_exercises(
             folder.mkdir(parents=True, exist_ok=True)
             prefix, extra = wrap(len(attempts), folder) if wrap else ((), {})
             attempt = _run_once({**job, "exercise_ids": remaining}, timeout, folder,
-                                list(prefix), on_event)
+                                list(prefix), on_event, env or {})
             attempt.extra = extra
             attempts.append(attempt)
             started = attempt.started()
@@ -112,14 +114,15 @@ def run_exercises(
 
 
 def _run_once(job: dict, timeout: float, workdir: Path, prefix: list[str],
-              on_event: Callable[[dict], None] | None) -> Attempt:
+              on_event: Callable[[dict], None] | None, env: dict[str, str]) -> Attempt:
     job_path, events_path = workdir / "job.json", workdir / "events.jsonl"
     job_path.write_text(json.dumps(job))
     events_path.touch()
     command = [*prefix, sys.executable, "-m", "grader.runner", str(job_path), str(events_path)]
     with open(workdir / "output.txt", "w+") as output:
         proc = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, text=True,
-                                env=child_env(job["mode"]), start_new_session=True)
+                                env={**child_env(job["mode"]), **env},
+                                start_new_session=True)
         events: list[dict] = []
         timed_out = None
         clock = _Clock(job["exercise_ids"][0])  # start-up counts towards the first exercise

@@ -113,6 +113,9 @@ def test_few_shapes_are_kept_the_one_used_longest_ago_dropped_first(pooled):
     for key in range(outputs.MAX_KEYS + 1):
         outputs.recycled_group(key, make())
     assert 0 not in outputs._recyclers and len(outputs._recyclers) == outputs.MAX_KEYS
+    outputs.recycled_group(1, make())  # used again: now the last to go
+    outputs.recycled_group("new", make())
+    assert 1 in outputs._recyclers and 2 not in outputs._recyclers
 
 
 @pytest.mark.gpu

@@ -17,7 +17,7 @@ from grader.exercises.reduction.cases import launch_of, one_block_of_half, simul
 from grader.gpu_compile.step import SWITCH_ENV as GPU_COMPILE_ENV
 from grader.notebook import load
 from grader.session import run_exercises
-from grader.stages import check, simulate, with_environment
+from grader.stages import check, simulate
 
 pytestmark = pytest.mark.sim_only  # the pass runs in the simulator, beside a GPU check
 
@@ -115,9 +115,9 @@ def test_the_pass_s_processes_get_its_settings_and_no_other_process_does(monkeyp
     cells.insert(0, {"index": -1, "role": "setup", "exercise_id": None, "source": probe})
     job = {"mode": "sim", "action": "check", "exercise_ids": ["reduction.simple"],
            "cells": cells}
-    passing = run_exercises(job, timeout=120, wrap=with_environment(simulate.SETTINGS))
+    passing = run_exercises(job, timeout=120, env=simulate.SETTINGS)
     assert "settings: 1 0" in passing[0].output
-    checking = run_exercises(job, timeout=120, wrap=with_environment({}))
+    checking = run_exercises(job, timeout=120)
     assert "settings: None None" in checking[0].output
 
 

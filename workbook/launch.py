@@ -140,10 +140,8 @@ class _DriverLaunch:
 
 def _function_handle(handle):
     """The compiled kernel as the bindings' ``CUfunction`` (numba may hand over either)."""
-    try:
-        from cuda.bindings import driver
-    except ImportError:  # a stand-in driver in tests
-        return handle
+    from cuda.bindings import driver
+
     return handle if isinstance(handle, driver.CUfunction) else driver.CUfunction(int(handle))
 
 

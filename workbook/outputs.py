@@ -111,11 +111,7 @@ def recycled(shape, dtype):
     before that nothing outside this cache holds any more."""
     from workbook.memory import empty
 
-    key = (shape, dtype)
-    recycler = _recyclers.get(key)
-    if recycler is not None:
-        return recycler.take()[0]
-    return recycled_group(key, lambda: (empty(shape, dtype),))[0]
+    return recycled_group((shape, dtype), lambda: (empty(shape, dtype),))[0]
 
 
 def forget_all() -> None:

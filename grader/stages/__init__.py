@@ -42,15 +42,6 @@ def progress_events(phase: str, progress: PhaseCallback):
     return on_event
 
 
-def with_environment(settings: dict[str, str]):
-    """A :func:`grader.session.run_exercises` wrapper that starts each grading process with
-    ``settings`` added to its environment (none: no wrapper)."""
-    if not settings:
-        return None
-    prefix = ["env", *(f"{name}={value}" for name, value in settings.items())]
-    return lambda attempt, folder: (prefix, {})
-
-
 def run_checks(order: list[str], cells: list[dict], mode: str, timeout: float,
                seed: int | None, progress: PhaseCallback, phase: str,
                on_result: Callable[[dict], None] | None = None,
@@ -67,8 +58,7 @@ def run_checks(order: list[str], cells: list[dict], mode: str, timeout: float,
         if on_result and "result" in event:
             on_result(event)
 
-    attempts = run_exercises(job, timeout, wrap=with_environment(settings or {}),
-                             on_event=on_event)
+    attempts = run_exercises(job, timeout, on_event=on_event, env=settings)
     progress(phase, None)
     results: dict[str, ExerciseResult] = {}
     for attempt in attempts:
