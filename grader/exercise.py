@@ -72,8 +72,11 @@ class Exercise:
     explanation when the output is wrong.
 
     On a GPU, ``metric_rules`` (see :mod:`grader.metric_rules`) are checked on
-    the launch ``profile(namespace)`` makes, after ``profile_skip`` warm-up
-    launches, of the kernels named ``profile_kernels`` (default: ``entry``).
+    a launch that ``profile(namespace)`` makes of the kernels named
+    ``profile_kernels`` (default: ``entry``): its warm-up launches are made in
+    :func:`grader.launch.unprofiled`, outside ncu's profiled range, and the
+    measured one is the launch of those kernels after ``profile_skip`` others
+    inside the range (0: the first).
     """
 
     id: str
@@ -91,7 +94,7 @@ class Exercise:
     no_metric_rule: str = ""  # without metric_rules: why none (e.g. "CPU-only: numpy")
     profile: Callable[[Mapping[str, Any]], None] | None = None
     profile_kernels: tuple[str, ...] = ()
-    profile_skip: int = 1
+    profile_skip: int = 0
     sanitizer_cases: Sequence[Case] | None = None  # for compute-sanitizer (default: small ones)
     # for the gpu-mode simulator pass (default: every simulator case)
     simulator_pass_cases: Sequence[Case] | None = None

@@ -9,11 +9,15 @@ so a bound off by one (``i <= n``) spoils the result instead of reading a harmle
 neighbour. Matrices get the same treatment row by row (:func:`padded_rows`): each row
 is followed by 16 bytes of poison, so that a read one past the end of a row does not
 land on the first element of the next row.
+
+The profile functions (``grader/exercises/*/profiles.py``) make their warm-up launches in
+:func:`unprofiled`, outside the profiled range that :func:`profiled_segment` opens for ncu.
 """
 
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -126,6 +130,9 @@ def blocks_for(n: int, per_block: int) -> int:
     return max(1, -(-n // per_block))
 
 
+_BUILT: list = []  # the cache of every built_once function
+
+
 def built_once(make):
     """``make`` (a profile's host inputs from a seeded generator) built once per process and
     returned read-only after: a profile job makes each exercise's profiling launches twice
@@ -139,4 +146,63 @@ def built_once(make):
                 value.setflags(write=False)
         return made
 
+    _BUILT.append(remembered)
     return functools.wraps(make)(remembered)
+
+
+def forget_built() -> None:
+    """Drop what every :func:`built_once` function built (hundreds of MB at GPU sizes)."""
+    for remembered in _BUILT:
+        remembered.cache_clear()
+
+
+# How the profile functions' warm-up launches are made: outside ncu's profiled range. A
+# report made before this held them inside (see grader.profiling.WARM_UPS_PROFILED_SKIP); the
+# reference-profile cache key names it (grader.reference_profiles).
+WARM_UPS = "unprofiled"
+
+
+class _Range:
+    """Whether a profiled segment is open, and whether a warm-up has paused it."""
+
+    segment = False
+    paused = False
+
+
+@contextmanager
+def profiled_segment():
+    """ncu's profiled range (``cuda.profile_start`` to ``cuda.profile_stop``) around the
+    launches inside: the grader's profiled segment, in which :func:`unprofiled` works."""
+    cuda().profile_start()
+    _Range.segment = True
+    try:
+        yield
+    finally:
+        _Range.segment = _Range.paused = False
+        cuda().profile_stop()
+
+
+@contextmanager
+def unprofiled():
+    """Launches outside ncu's profiled range: a profile function's warm-up launch.
+
+    Only inside a profiled segment does it stop the range (after the launches before it
+    have finished) and start it again (after the launches inside have finished); elsewhere
+    (the unprofiled first pass of a profile job, the check) it does nothing."""
+    if not _Range.segment or _Range.paused:
+        yield
+        return
+    cuda().synchronize()
+    cuda().profile_stop()
+    _Range.paused = True
+    try:
+        yield
+        cuda().synchronize()
+    finally:
+        _Range.paused = False
+        cuda().profile_start()
+
+
+def in_profiled_range() -> bool:
+    """Whether a launch made now would be inside ncu's profiled range."""
+    return _Range.segment and not _Range.paused

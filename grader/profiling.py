@@ -155,18 +155,19 @@ def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
             ncu.check_output(attempt.output, attempt.extra["report"], kernels)
         except NotAssessed as exc:
             reasons[attempt.crashed] = str(exc)
-    segments = [tuple(e["segment"]) for e in attempt.events if "segment" in e]
+    segments = [e["segment"] for e in attempt.events if "segment" in e]
     if not segments:
         return
     try:
         report = ncu.check_output(attempt.output, attempt.extra["report"], kernels)
         launches = read_metrics(report, metrics)
     except NotAssessed as exc:
-        for exercise_id, _ in segments:
+        for exercise_id, *_ in segments:
             reasons.setdefault(exercise_id, str(exc))
         return
-    for (exercise_id, who), part in zip(segments, split_segments(launches)):
-        launch = profiled_launch(by_id[exercise_id], part)
+    for segment, part in zip(segments, split_segments(launches)):
+        exercise_id, who = segment[:2]
+        launch = profiled_launch(by_id[exercise_id], part, segment_skip(segment))
         if launch is not None:
             found.setdefault(exercise_id, {})[who] = launch
         else:
@@ -187,12 +188,29 @@ def kernel_pattern(exercise) -> re.Pattern:
     return re.compile(r"^(" + "|".join(profiled_kernels(exercise)) + r")\[")
 
 
-def profiled_launch(exercise, segment: list[dict]) -> dict | None:
-    """The launch a segment measures for the exercise: its kernels' launch after
-    ``profile_skip`` warm-up ones, or None."""
+# Reports made while the profile functions' warm-up launches were inside ncu's profiled range
+# (before grader.launch.unprofiled) hold, in every segment, one warm-up launch of the
+# exercise's kernels before the measured one: every exercise's profile_skip was 1 then (the
+# default; none declared another). Their segment events, ``[exercise id, label]``, have no
+# third field; the reports under tests/fixtures/ncu/ and the records of
+# benchmarks/results/*/metric_rules-*.json up to 2026-11-26 are such reports.
+WARM_UPS_PROFILED_SKIP = 1
+
+
+def segment_skip(segment) -> int:
+    """How many launches of the exercise's kernels come before the measured one in the
+    report's segment whose event is ``segment``: ``[exercise id, label, skip]``, or
+    ``[exercise id, label]`` from a report made with the warm-ups profiled."""
+    return int(segment[2]) if len(segment) > 2 else WARM_UPS_PROFILED_SKIP
+
+
+def profiled_launch(exercise, segment: list[dict], skip: int | None = None) -> dict | None:
+    """The launch a segment measures for the exercise: its kernels' launch after ``skip``
+    others (default: the exercise's ``profile_skip``), or None."""
+    skip = exercise.profile_skip if skip is None else skip
     pattern = kernel_pattern(exercise)
     matching = [launch for launch in segment if pattern.match(launch["kernel"])]
-    return matching[exercise.profile_skip] if len(matching) > exercise.profile_skip else None
+    return matching[skip] if len(matching) > skip else None
 
 
 def split_segments(launches: list[dict]) -> list[list[dict]]:

@@ -6,7 +6,7 @@ and both used to be profiled for every notebook. ``grader batch`` points
 profiles an exercise's reference there stores its metrics, and later runs on the same GPU
 model read them instead of profiling the reference again (``0`` turns it off). The key
 covers everything the measurement depends on: the exercise, its metrics, profiled kernels
-and warm-up launches,
+and warm-up launches (how many, and how they are made: :data:`grader.launch.WARM_UPS`),
 the reference program's source, the GPU (name and compute capability) and numba-cuda's
 version; anything else changed is a new key. Without the variable nothing is cached
 (``grader check`` profiles both in the same run).
@@ -18,6 +18,8 @@ import hashlib
 import json
 import os
 from pathlib import Path
+
+from grader.launch import WARM_UPS
 
 CACHE_ENV = "WORKBOOK_REFERENCE_PROFILES"
 
@@ -49,7 +51,7 @@ def profile_key(exercise, metrics: list[str], cells: list[dict], gpu: str) -> st
     described = {
         "exercise": exercise.id, "metrics": sorted(metrics), "gpu": gpu,
         "kernels": list(exercise.profile_kernels or (exercise.entry,)),
-        "skip": exercise.profile_skip, "numba-cuda": numba_cuda,
+        "skip": exercise.profile_skip, "warm-ups": WARM_UPS, "numba-cuda": numba_cuda,
         "program": [[c.get("role"), c.get("exercise_id"), c["source"]] for c in cells],
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()

@@ -231,7 +231,9 @@ def profile_job(job: dict, events: Events) -> None:
     for k, (exercise, label, namespace) in enumerate(ready):
         if k == 0 or ready[k - 1][0] is not exercise:
             events.emit(start=exercise.id)  # a crash from here on is this exercise's
-        events.emit(segment=[exercise.id, label])
+        # the third field: the launches of its kernels in the segment before the measured
+        # one (grader.profiling.segment_skip)
+        events.emit(segment=[exercise.id, label, exercise.profile_skip])
         try:
             _profiled_segment(exercise, namespace)
         except Exception as exc:  # noqa: BLE001  (reported; the other segments go on)
@@ -335,16 +337,18 @@ def _warm_up(exercise, namespace: dict) -> None:
 
 
 def _profiled_segment(exercise, namespace: dict) -> None:
+    """The marker, then the exercise's profiling launches, inside ncu's profiled range (with
+    ``--profile-from-start off`` only its launches are profiled); the warm-up launches of
+    the profile function leave the range (:func:`grader.launch.unprofiled`)."""
     from numba import cuda
 
-    marker = _marker_kernel()  # with ncu's --profile-from-start off, only the launches
-    cuda.profile_start()       # between profile_start and profile_stop are profiled
-    try:
+    from grader.launch import profiled_segment
+
+    marker = _marker_kernel()
+    with profiled_segment():
         marker[1, 1](0)
         exercise.profile(namespace)
         cuda.synchronize()
-    finally:
-        cuda.profile_stop()
 
 
 _MARKER = []

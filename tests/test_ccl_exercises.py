@@ -14,6 +14,7 @@ from solution_cells import (
 )
 
 import workbook
+from grader import launch as L
 from grader.exercise import Case, Mismatch, check_exercise
 from grader.exercises import buggy_variants, ccl, slow_variant
 from grader.exercises import get as get_exercise
@@ -133,17 +134,37 @@ def test_profile_launch_runs_for_the_solution_and_the_slow_variant(monkeypatch):
 
 
 class _Recorder:
-    """Stands in for a kernel: records each launch's arguments after running it."""
+    """Stands in for a kernel: records each launch's arguments after running it, and whether
+    it was made inside ncu's profiled range."""
 
     def __init__(self, kernel, calls):
         self.kernel, self.calls = kernel, calls
 
     def __getitem__(self, config):
         def launch(*args):
+            in_range = L.in_profiled_range()
             self.kernel[config](*args)
             self.calls.append((config, [a.copy_to_host() if hasattr(a, "copy_to_host") else a
-                                        for a in args]))
+                                        for a in args], in_range))
         return launch
+
+
+def _profile_in_segment(monkeypatch, exercise, ns):
+    """``exercise.profile(ns)`` as in a profiled segment (cuda.profile_start and _stop, which
+    the simulator lacks, stand in)."""
+    cuda = L.cuda()
+    monkeypatch.setattr(cuda, "profile_start", lambda: None, raising=False)
+    monkeypatch.setattr(cuda, "profile_stop", lambda: None, raising=False)
+    with L.profiled_segment():
+        exercise.profile(ns)
+
+
+def _measured(exercise, calls):
+    """The recorded launch that ncu measures: ``profile_skip`` launches into the range, after
+    the warm-ups outside it."""
+    in_range = [call[2] for call in calls]
+    assert in_range == sorted(in_range) and not in_range[0], in_range  # the warm-ups first
+    return [call for call in calls if call[2]][exercise.profile_skip][:2]
 
 
 @pytest.mark.sim_only
@@ -154,15 +175,16 @@ def test_block_init_profile_launch_measures_the_walks_of_each_init(monkeypatch):
     shape = (24, 40)
     monkeypatch.setattr(profiles, "BLOCK_PROFILE", (shape, 0.75, 8))
     exercise = get_exercise("ccl.block_init")
-    assert exercise.profile_kernels == ("uf_compress_kernel",) and exercise.profile_skip == 1
+    assert exercise.profile_kernels == ("uf_compress_kernel",) and exercise.profile_skip == 0
     steps = {}
     for name, ns in (("solution", namespace_with(LESSON, "ccl.block_init")),
                      ("slow", _slow_namespace("ccl.block_init"))):
         calls = []
         ns["uf_compress_kernel"] = _Recorder(ns["uf_compress_kernel"], calls)
-        exercise.profile(ns)
+        _profile_in_segment(monkeypatch, exercise, ns)
         assert len(calls) == 2
-        forest, roots = calls[-1][1][0], calls[-1][1][1]
+        _, (forest, roots, _) = _measured(exercise, calls)
+        assert forest.size == cb.sizes(shape)[2], name  # the image's, not the warm-up's
         want_roots, walk = cb.walks(forest)
         np.testing.assert_array_equal(roots, want_roots)
         steps[name] = int(walk.sum())
@@ -180,16 +202,16 @@ def test_slow_variants_of_merge_scan_and_compaction_are_graded_correct(exercise_
     assert result.passed, result.summary()
 
 
-def _profiled_launches(exercise_id, ns, launches=2):
-    """The launch of the exercise's profiled kernel that ncu measures (the first after
-    ``profile_skip``), of the ``launches`` that its profile function makes."""
+def _profiled_launches(monkeypatch, exercise_id, ns, launches=2):
+    """The launch of the exercise's profiled kernel that ncu measures (``profile_skip``
+    launches into the profiled range), of the ``launches`` that its profile function makes."""
     exercise = get_exercise(exercise_id)
     (kernel,) = exercise.profile_kernels
     calls = []
     ns[kernel] = _Recorder(ns[kernel], calls)
-    exercise.profile(ns)
+    _profile_in_segment(monkeypatch, exercise, ns)
     assert len(calls) == launches
-    return calls[exercise.profile_skip]
+    return _measured(exercise, calls)
 
 
 def _variants(exercise_id):
@@ -205,7 +227,7 @@ def test_union_find_profile_launch_merges_the_whole_image(monkeypatch):
     monkeypatch.setattr(profiles, "UF_PROFILE", (shape, p, connectivity))
     image = images.random_image(np.random.default_rng(0), shape, p)
     for name, ns in _variants("ccl.union_find"):
-        _, (d_image, _, forest, h, w, conn) = _profiled_launches("ccl.union_find", ns)
+        _, (d_image, _, forest, h, w, conn) = _profiled_launches(monkeypatch, "ccl.union_find", ns)
         assert (h, w, conn) == (*shape, connectivity), name
         np.testing.assert_array_equal(d_image, image.reshape(-1), err_msg=name)
         np.testing.assert_array_equal(cb.walks(forest)[0],
@@ -221,7 +243,7 @@ def test_scan_profile_launch_scans_every_tile_of_the_big_array(monkeypatch):
     x = inputs.make_scan(np.random.default_rng(0), Case(1100, "flags"))["x"]
     for name, ns in _variants("ccl.scan"):
         tile = int(ns["SCAN_TILE"])
-        (blocks, _), (values, out, sums, n) = _profiled_launches("ccl.scan", ns, 3)
+        (blocks, _), (values, out, sums, n) = _profiled_launches(monkeypatch, "ccl.scan", ns, 3)
         assert n == x.size and blocks == -(-n // tile), name
         np.testing.assert_array_equal(values, x, err_msg=name)
         for b in range(blocks):
@@ -238,7 +260,7 @@ def test_compaction_profile_launch_relabels_the_whole_image(monkeypatch):
     labels, _ = ccl.scipy_labels(images.random_image(np.random.default_rng(0), shape, p),
                                  connectivity)
     for name, ns in _variants("ccl.compaction"):
-        _, (_, _, out, n) = _profiled_launches("ccl.compaction", ns)
+        _, (_, _, out, n) = _profiled_launches(monkeypatch, "ccl.compaction", ns)
         assert n == labels.size, name
         np.testing.assert_array_equal(out, labels.reshape(-1), err_msg=name)
 
@@ -622,6 +644,7 @@ def test_both_labellings_give_scipy_labels_and_statistics(example_ns, name):
                 from workbook.sim.global_races import watch
 
                 watch(analysis.labels, "labels")
+                watch(analysis.forest, "forest")  # blocks: a view of the labels
                 watch(analysis.roots, "roots")
             what = f"{name}, {connectivity}-connectivity, {labelling}"
             assert analysis.run(d_image, connectivity) == count, what
@@ -655,6 +678,111 @@ def test_phases_can_be_repeated(example_ns):
     np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(13, 21), want)
 
 
+SEQUENCE_SHAPE = (19, 37)  # odd sides; in the simulator two levels of scan for both labellings
+
+
+def _sequence_images() -> list[tuple[str, np.ndarray, int]]:
+    """(name, image, connectivity) for one BlobAnalysis to run one after another: new images
+    of one shape, adversarial ones among them, and the connectivity changing between runs."""
+    h, w = SEQUENCE_SHAPE
+    rng = np.random.default_rng(77)
+    single = np.zeros((h, w), np.uint8)
+    single[h - 1, w - 1] = 1  # the last pixel: its cell is the last entry of the scan
+    stairs = np.zeros((h, w), np.uint8)
+    steps = staircase_image((6, 5), 3)
+    stairs[1:1 + steps.shape[0], 2:2 + steps.shape[1]] = steps
+    dense = images.random_image(rng, (h, w), 0.6)
+    return [("random 0.6", dense, 8),
+            ("empty", np.zeros((h, w), np.uint8), 4),
+            ("single pixel", single, 8),
+            ("checker", images.checker_image((h, w)), 4),  # a blob per pixel: the most blobs
+            ("full", np.ones((h, w), np.uint8), 8),
+            ("staircase", stairs, 4),
+            ("staircase", stairs, 8),  # the same image, the other connectivity
+            ("random 0.3", images.random_image(rng, (h, w), 0.3), 4),
+            ("random 0.6 again", dense, 8)]
+
+
+@pytest.mark.parametrize("labelling", ["blocks", "pixels"])
+def test_one_instance_runs_image_after_image(example_ns, monkeypatch, labelling):
+    """One BlobAnalysis, many runs: each run's image (a new device array), connectivity and
+    count are the ones its launches use (they are prepared in the first run), and the
+    statistics arrays grow when a count outgrows them (from 2 entries here)."""
+    from numba import cuda
+
+    monkeypatch.setitem(example_ns, "STATS_CAPACITY", 2)
+    analysis = example_ns["BlobAnalysis"](*SEQUENCE_SHAPE, labelling)
+    assert analysis.stats["area"].size == 2
+    for k, (name, image, connectivity) in enumerate(_sequence_images()):
+        what = f"run {k}: {name}, {connectivity}-connectivity, {labelling}"
+        want, count = ccl.scipy_labels(image, connectivity)
+        kernel = example_ns["blob_stats_kernel"] if name == "full" else None  # exercise 9's
+        d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
+        assert analysis.run(d_image, connectivity, kernel) == count, what
+        np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(image.shape),
+                                      want, err_msg=what)
+        assert analysis.stats["area"].size >= count, what
+        stats = ccl.stats_reference(want, count)
+        for field in references.STAT_NAMES:
+            np.testing.assert_array_equal(analysis.stats[field].copy_to_host()[:count],
+                                          stats[field], err_msg=f"{what}: {field}")
+    assert analysis.stats["area"].size >= images.checker_image(SEQUENCE_SHAPE).sum()
+
+
+@pytest.mark.parametrize("labelling", ["blocks", "pixels"])
+def test_a_run_prepares_its_launches_once_and_reads_back_once(example_ns, monkeypatch,
+                                                               labelling):
+    """The launches of a run are prepared in the first run only; every run makes the same
+    launches (the reset and the statistics only where there are blobs) and reads back one
+    number, K, with one copy to the host."""
+    import threading
+
+    from numba import cuda
+
+    prepared, launched, reads = [], [], []
+
+    def counting_prepare(kernel, grid, block, shared, args, real=example_ns["prepare"]):
+        launch = real(kernel, grid, block, shared, args)
+        prepared.append(kernel)
+
+        def counted(*args):
+            launched.append(kernel)
+            launch(*args)
+        return counted
+
+    monkeypatch.setitem(example_ns, "prepare", counting_prepare)
+    analysis = example_ns["BlobAnalysis"](*SEQUENCE_SHAPE, labelling)
+    assert len(analysis.levels) == 2  # the scan's recursion is part of the run
+    device_array = type(analysis.labels)
+    main = threading.main_thread()
+
+    def counting(method):
+        def count(self, *args, **kwargs):
+            if threading.current_thread() is main:  # the host, not a simulated thread
+                reads.append(method)
+            return getattr(device_array, f"_real_{method}")(self, *args, **kwargs)
+        return count
+
+    for method in ("copy_to_host", "__getitem__"):  # __getitem__: d[i] reads one element
+        monkeypatch.setattr(device_array, f"_real_{method}", getattr(device_array, method),
+                            raising=False)
+        monkeypatch.setattr(device_array, method, counting(method))
+    label_launches = 5 if labelling == "blocks" else 6
+    scans = 2 * len(analysis.levels) - 1  # a block scan per level, add_offsets below the top
+    for k, (name, image, connectivity) in enumerate(_sequence_images()[:4]):
+        for log in (prepared, launched, reads):
+            log.clear()
+        count = analysis.run(cuda.to_device(image.reshape(-1)), connectivity)
+        assert count == ccl.scipy_labels(image, connectivity)[1], name
+        assert reads == ["copy_to_host"], (name, reads)
+        stats = 2 if count else 0  # the reset and the statistics
+        assert len(launched) == label_launches + scans + 1 + stats, (name, launched)
+        if k == 0:
+            assert prepared == launched, name
+        else:  # later runs: only what no earlier run launched (none after a run with blobs)
+            assert prepared == [], (name, prepared)
+
+
 @pytest.mark.slow
 def test_block_kernels_compile_for_the_gpu():
     """The simulator runs the block kernels as Python; numba-cuda's compiler must accept them
@@ -672,15 +800,18 @@ def test_block_kernels_compile_for_the_gpu():
          f"resolve_roots_kernel=void({i32}, {i32}, int64)",
          f"resolve_cells_kernel=void({i32}, {u8}, int64)",  # BlobAnalysis's uint8 flags
          f"block_scan_kernel=void({u8}, {i32}, {i32}, int64)",  # and their scan
-         f"block_final_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64)"],
+         f"block_final_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64)",
+         # BlobAnalysis's own: the statistics reset (a grid-stride loop) and the forest copy
+         "init_stats_kernel=void(" + ", ".join([i32] * 5 + ["int64[::1]"] * 2) + ", int64)",
+         f"copy_kernel=void({i32}, {i32}, int64)"],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = {line.split(":")[0].removeprefix("ok "): line for line in done.stdout.splitlines()
              if line.startswith("ok ")}
-    assert len(lines) == 6, done.stdout
+    assert len(lines) == 8, done.stdout
     # the init links with plain stores; only the merge uses atomics
     for name in ("block_init_kernel", "resolve_roots_kernel", "resolve_cells_kernel",
-                 "block_final_kernel"):
+                 "block_final_kernel", "init_stats_kernel", "copy_kernel"):
         assert " 0 other atomics" in lines[name], lines[name]
     assert " 0 other atomics" not in lines["block_merge_kernel"], lines
 

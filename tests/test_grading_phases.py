@@ -22,7 +22,12 @@ from grader import grade as grading
 from grader import sanitizer as tools
 from grader.exercises import get
 from grader.notebook import load
-from grader.profiling import _read_attempt, split_segments
+from grader.profiling import (
+    WARM_UPS_PROFILED_SKIP,
+    _read_attempt,
+    segment_skip,
+    split_segments,
+)
 from grader.results import FAILED, PASSED, ExerciseResult
 from grader.runner import MARKER, MARKER_KERNEL
 from grader.session import Attempt, run_exercises
@@ -215,21 +220,50 @@ def test_segments_split_at_the_marker_kernel():
                                                                                       ["b"]]
 
 
-def test_each_segment_gives_its_exercise_the_launch_after_the_compile_launch(monkeypatch):
-    exercise = get("reduction.shared")  # profile_skip 1: the first launch compiles
-    attempt = Attempt(events=[{"segment": [exercise.id, "student"]},
-                              {"segment": [exercise.id, "reference"]}],
+def read_segments(monkeypatch, exercise, segments, launches) -> dict:
+    """What _read_attempt finds for ``exercise`` in a report of ``launches`` whose segment
+    events are ``segments``."""
+    attempt = Attempt(events=[{"segment": segment} for segment in segments],
                       output="", returncode=0, extra={"report": Path("x.ncu-rep")})
-    kernel = exercise.entry
-    launches = [launch(MARKER_KERNEL), launch(kernel, 1), launch(kernel, 2), launch("other", 9),
-                launch(MARKER_KERNEL), launch(kernel, 3), launch(kernel, 4)]
     monkeypatch.setattr("grader.profiling.ncu.check_output", lambda output, report, k: report)
     monkeypatch.setattr("grader.profiling.read_metrics", lambda report, metrics: launches)
     found, reasons = {}, {}
-    _read_attempt(attempt, [exercise], ["gpu__time_duration.sum"], [kernel], 60, found, reasons)
-    assert found[exercise.id]["student"]["gpu__time_duration.sum"] == 2
-    assert found[exercise.id]["reference"]["gpu__time_duration.sum"] == 4
+    _read_attempt(attempt, [exercise], ["gpu__time_duration.sum"], [exercise.entry], 60, found,
+                  reasons)
     assert not reasons
+    return {who: values["gpu__time_duration.sum"] for who, values in found[exercise.id].items()}
+
+
+def test_each_segment_gives_its_exercise_its_first_launch_in_the_range(monkeypatch):
+    """The warm-up launches are not profiled: a segment holds the measured launch first
+    (``profile_skip`` 0), whatever other kernels come before or after it."""
+    exercise = get("reduction.shared")
+    assert exercise.profile_skip == 0
+    kernel = exercise.entry
+    launches = [launch(MARKER_KERNEL), launch("other", 9), launch(kernel, 1), launch(kernel, 2),
+                launch(MARKER_KERNEL), launch(kernel, 3)]
+    segments = [[exercise.id, "student", 0], [exercise.id, "reference", 0]]
+    assert read_segments(monkeypatch, exercise, segments, launches) == {"student": 1,
+                                                                        "reference": 3}
+    # the skip comes with each segment: one of 1 takes the launch after the first
+    segments = [[exercise.id, "student", 1], [exercise.id, "reference", 0]]
+    assert read_segments(monkeypatch, exercise, segments, launches) == {"student": 2,
+                                                                        "reference": 3}
+
+
+def test_a_report_made_with_the_warm_ups_profiled_skips_them(monkeypatch):
+    """Segment events of two fields come from reports made while the warm-up launches were
+    inside the range: one launch of the exercise's kernels before the measured one."""
+    exercise = get("reduction.shared")
+    kernel = exercise.entry
+    launches = [launch(MARKER_KERNEL), launch(kernel, 1), launch(kernel, 2), launch("other", 9),
+                launch(MARKER_KERNEL), launch(kernel, 3), launch(kernel, 4)]
+    segments = [[exercise.id, "student"], [exercise.id, "reference"]]
+    assert WARM_UPS_PROFILED_SKIP == 1
+    assert read_segments(monkeypatch, exercise, segments, launches) == {"student": 2,
+                                                                        "reference": 4}
+    assert segment_skip([exercise.id, "student"]) == 1
+    assert segment_skip([exercise.id, "student", 0]) == 0
 
 
 def profile_program(who: str, later: str = "") -> list[dict]:
@@ -266,9 +300,10 @@ def test_a_profile_job_profiles_each_program_for_the_exercises_it_covers(tmp_pat
     assert profiled == [("reduction.simple", "ref"), ("reduction.shared", "ref"),
                         ("reduction.shared", "slow")]
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    # each segment with the launches of its kernels before the measured one (profile_skip)
     assert [e["segment"] for e in events if "segment" in e] == [
-        ["reduction.simple", "reference"], ["reduction.shared", "reference"],
-        ["reduction.shared", "slow"]]
+        ["reduction.simple", "reference", 0], ["reduction.shared", "reference", 0],
+        ["reduction.shared", "slow", 0]]
     assert runner.job_programs({"cells": [1], "reference_cells": [2]}) == [
         ("student", None, [1]), ("reference", None, [2])]
 
@@ -388,11 +423,11 @@ def test_ncu_output_is_checked_for_a_report(tmp_path):
 def test_a_crash_a_timeout_or_a_missing_launch_is_the_reason_given(monkeypatch):
     exercise = get("reduction.shared")
     kernel = exercise.entry
-    attempt = Attempt(events=[{"segment": [exercise.id, "student"]},
+    attempt = Attempt(events=[{"segment": [exercise.id, "student", 0]},
                               {"failed": ["reduction.simple", "student"], "why": "NameError"}],
                       output="Segmentation fault", returncode=-11, crashed="reduction.segmented",
                       timed_out="reduction.coarsened", extra={"report": Path("x.ncu-rep")})
-    launches = [launch(MARKER_KERNEL), launch(kernel, 1)]  # only the compile launch
+    launches = [launch(MARKER_KERNEL), launch("other", 1)]  # no launch of the kernel
     monkeypatch.setattr("grader.profiling.ncu.check_output", lambda output, report, k: report)
     monkeypatch.setattr("grader.profiling.read_metrics", lambda report, metrics: launches)
     found, reasons = {}, {}

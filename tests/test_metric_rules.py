@@ -23,6 +23,7 @@ from grader.profiling import (
     assess,
     metric_names,
     profiled_launch,
+    segment_skip,
     split_segments,
 )
 from grader.results import ExerciseResult
@@ -79,7 +80,9 @@ def test_slow_variant_was_correct_on_the_gpu(exercise_id):
 
 def lesson_reports() -> list[tuple[dict, dict]]:
     """``(lesson record, report entry)`` of every report a recorded run lists (each entry:
-    the report's file and the ``[exercise id, label]`` of each of its segments)."""
+    the report's file and the segment event of each of its segments: ``[exercise id, label]``
+    from a run whose warm-up launches were profiled, ``[exercise id, label, skip]`` after,
+    see grader.profiling.segment_skip)."""
     return [(record, entry) for record in RECORDS for entry in record.get("reports", ())
             if (FIXTURES / Path(entry["file"]).name).exists()]
 
@@ -95,7 +98,8 @@ def recorded_run(record: dict, exercise_id: str, label: str) -> dict:
 
 
 def test_every_lesson_s_report_is_replayed():
-    replayed = {get(e).lesson for _, entry in lesson_reports() for e, _ in entry["segments"]}
+    replayed = {get(segment[0]).lesson for _, entry in lesson_reports()
+                for segment in entry["segments"]}
     assert replayed == set(LESSONS)
 
 
@@ -105,17 +109,39 @@ def test_reader_matches_the_values_recorded_in_the_same_run(record, entry):
     """Each segment of the report, split at its marker and read as the grader reads it,
     gives the values the run recorded for that exercise and group."""
     report = FIXTURES / Path(entry["file"]).name
-    exercises = [get(e) for e in dict.fromkeys(e for e, _ in entry["segments"])]
+    exercises = [get(e) for e in dict.fromkeys(segment[0] for segment in entry["segments"])]
     launches = ncu.read_metrics(report, metric_names(exercises))
     segments = split_segments(launches)
     assert len(segments) == len(entry["segments"])
-    for (exercise_id, label), part in zip(entry["segments"], segments):
+    for segment, part in zip(entry["segments"], segments):
+        exercise_id, label = segment[:2]
         exercise = get(exercise_id)
-        launch = profiled_launch(exercise, part)
+        launch = profiled_launch(exercise, part, segment_skip(segment))
         assert launch is not None, (exercise_id, label)
         expected = recorded_run(record, exercise_id, label)
         for metric in {rule.metric for rule in exercise.metric_rules}:
             assert launch[metric] == pytest.approx(expected[metric]), (exercise_id, label, metric)
+
+
+def test_reports_made_with_the_warm_ups_profiled_are_read_with_their_skip():
+    """The recorded reports (2026-11-26) were made with each warm-up launch inside the
+    profiled range: their segment events have no skip, and read with today's skip (the first
+    launch in the segment) they would give the warm-up's values, not the ones recorded."""
+    differ = total = 0
+    for record, entry in lesson_reports():
+        assert all(len(segment) == 2 for segment in entry["segments"]), entry["file"]
+        report = FIXTURES / Path(entry["file"]).name
+        exercises = [get(e) for e in dict.fromkeys(s[0] for s in entry["segments"])]
+        parts = split_segments(ncu.read_metrics(report, metric_names(exercises)))
+        for (exercise_id, label), part in zip(entry["segments"], parts):
+            exercise = get(exercise_id)
+            assert exercise.profile_skip == 0
+            first = profiled_launch(exercise, part)
+            expected = recorded_run(record, exercise_id, label)
+            differ += any(first[m] != pytest.approx(expected[m])
+                          for m in metric_names([exercise]))
+            total += 1
+    assert differ > total // 2, (differ, total)  # 108 of 122 segments
 
 
 # ncu's own reading of each report, captured on the GPU machine that recorded it

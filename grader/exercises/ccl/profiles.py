@@ -1,8 +1,8 @@
 """The launches that ncu profiles for the metric rules (GPU only), one per exercise with rules.
 
-Each runs the student's code twice: first on a tiny input, which compiles the kernels and is
-not profiled, then on a GPU-sized input, whose launch of the exercise's profiled kernel is
-compared with the reference solution's, profiled in the same run.
+Each runs the student's code twice: first on a tiny input, a warm-up outside ncu's profiled
+range (:func:`grader.launch.unprofiled`), then on a GPU-sized input, whose first launch of the
+exercise's profiled kernel is compared with the reference solution's, profiled in the same run.
 """
 
 from __future__ import annotations
@@ -36,10 +36,15 @@ def profile_stats_block(ns):
     threads = tuple(int(v) for v in ns["STATS_THREADS"])
     kernel = ns["blob_stats_block_kernel"]
     d_labels = L.cuda().to_device(labels.reshape(-1))
-    for h, w in ((tile, tile), shape):  # the first launch compiles and is not profiled
+
+    def run(h, w):
         out = stat_outputs(count)
         grid = (L.blocks_for(w, tile), L.blocks_for(h, tile))
         L.launch(kernel, grid, threads, d_labels, h, w, *(out[name] for name in STAT_NAMES))
+
+    with L.unprofiled():  # a warm-up
+        run(tile, tile)
+    run(*shape)
 
 
 def profile_block_init(ns):
@@ -47,7 +52,8 @@ def profile_block_init(ns):
     shape, p, connectivity = BLOCK_PROFILE
     image = random_image(np.random.default_rng(0), shape, p)
     block, threads = notebook_block(ns, "gpu"), notebook_threads(ns, "gpu")
-    for h, w in ((8, 8), shape):  # the first launches compile: the second compress is profiled
+
+    def run(h, w):
         rows, cols, cells = cb.sizes((h, w))
         forest, roots = (L.cuda().device_array(cells, np.int32) for _ in range(2))
         links = L.cuda().device_array(rows * cols, np.uint8)
@@ -58,26 +64,45 @@ def profile_block_init(ns):
         L.launch(ns["uf_compress_kernel"], L.blocks_for(cells, threads), threads, forest, roots,
                  cells)
 
+    with L.unprofiled():  # a warm-up on 8 x 8 pixels
+        run(8, 8)
+    run(*shape)  # the profiled compress
+
 
 # Exercises 6-8: through the student's own host function (its launch configuration included).
 
 def profile_union_find(ns):
     shape, p, connectivity = UF_PROFILE
     image = random_image(np.random.default_rng(0), shape, p)
-    for h, w in ((8, 8), shape):  # the first call compiles: the second merge is profiled
+
+    def run(h, w):
         labels = L.cuda().device_array(h * w, np.int32)
         ns["union_find_label"](device_image(image[:h, :w]), labels, h, w, connectivity)
+
+    with L.unprofiled():  # a warm-up on 8 x 8 pixels
+        run(8, 8)
+    run(*shape)  # its merge is profiled
 
 
 def profile_scan(ns):
     x = make_scan(np.random.default_rng(0), Case(SCAN_PROFILE, "flags"))["x"]
-    for size in (1, x.size):  # one tile compiles: the big array's first block scan is profiled
+
+    def run(size):
         ns["exclusive_scan"](L.cuda().to_device(x[:size]), L.cuda().device_array(size, np.int32))
+
+    with L.unprofiled():  # a warm-up on one tile
+        run(1)
+    run(x.size)  # its first block scan, over the whole array, is profiled
 
 
 def profile_compaction(ns):
     shape, p, connectivity = COMPACTION_PROFILE
     roots = first_pixel_labels(random_image(np.random.default_rng(0), shape, p), connectivity)
-    for size in (8, roots.size):  # a root is its blob's first pixel: roots[:8] is valid input
+
+    def run(size):
         ns["compact_labels"](L.cuda().to_device(roots[:size]),
                              L.cuda().device_array(size, np.int32))
+
+    with L.unprofiled():  # a warm-up: a root is its blob's first pixel, roots[:8] is valid input
+        run(8)
+    run(roots.size)
