@@ -1,6 +1,7 @@
 """Benchmark lesson 05's blob analysis on a GPU, next to cupyx (and OpenCV's CUDA labelling).
 
     python benchmarks/ccl.py OUT_DIR [--sizes 2048,8192] [--densities 0.1,0.3,0.5,0.59,0.9]
+                             [--wall-loops 5] [--wall-calls 20]
                              [--record] [--opencv-cpu] [--sim-smoke]
 
 For each size, density and connectivity (4 and 8): a random size x size binary image. Both
@@ -19,15 +20,19 @@ workbook/data/05_ccl.json, keeping the parts this script does not write (``tiles
 
 Parts:
   phases       label, relabel, stats, pipeline ms per image and labelling; cupyx label ms
-               and x cupyx (cupyx's time over the pipeline's: above 1 is faster)
+               and x cupyx (cupyx's time over the pipeline's: above 1 is faster); wall ms,
+               cupyx wall ms and x cupyx wall: the same as wall time per call in a loop
   memory       the block labelling (label + relabel) against the memory floor: an image in
                (1 byte a pixel) and its labels out (4 bytes) at the GPU's peak bandwidth
   stats        per-pixel atomics (exercise 9) vs per-block partials (exercise 10), largest size
   propagation  label propagation (exercise 4) vs the block labelling, --propagation-size
 
-Times: the median of --repeat runs between CUDA events, L2 flushed before each. The whole
-run takes about 3 minutes on an H100. ``--sim-smoke`` runs the same code in the CUDA
-simulator on tiny images with a wall-clock timer (to test the checks and the files).
+Times: the median of --repeat runs between CUDA events, L2 flushed before each. Wall times
+(the host's Python included): ``run()`` called --wall-calls times in a loop, on two device
+copies of the image in turn, the GPU synchronised at the end of the loop; the median over
+--wall-loops loops, per call (cupyx's label likewise). The whole run takes about 3 minutes
+on an H100. ``--sim-smoke`` runs the same code in the CUDA simulator on tiny images with a
+wall-clock timer (to test the checks and the files).
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ LABELLINGS = ("blocks", "pixels")
 BYTES_PER_PIXEL = 1 + 4  # a uint8 pixel in, an int32 label out
 STATS_CHECK_LIMIT = 2048 * 2048  # numpy's statistics reference is slow beyond
 PROPAGATION_DENSITIES = (0.3, 0.5, 0.59)
-SMOKE = {"sizes": "16,23", "densities": "0.3,0.9", "propagation_size": 9, "repeat": 1}
+SMOKE = {"sizes": "16,23", "densities": "0.3,0.9", "propagation_size": 9, "repeat": 1,
+         "wall_loops": 1, "wall_calls": 2}
 
 
 class CheckFailed(SystemExit):
@@ -83,6 +89,22 @@ def milliseconds(fn, repeat: int) -> float:
     start = time.perf_counter()
     fn()
     return (time.perf_counter() - start) * 1e3
+
+
+def wall_ms(fn, sync, loops: int, calls: int) -> float:
+    """Wall time per call of ``fn()`` in ms, the host's Python included: ``calls`` calls in a
+    row, then ``sync()`` (the GPU's work done); the median over ``loops`` such loops, after
+    one call and sync to warm up."""
+    fn()
+    sync()
+    times = []
+    for _ in range(loops):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        times.append((time.perf_counter() - start) * 1e3 / calls)
+    return float(np.median(times))
 
 
 def peak_bandwidth() -> float | None:
@@ -129,8 +151,10 @@ def check_stats(what: str, stats: dict, want: dict, count: int) -> None:
 
 # --- baselines: each returns None where the library is missing --------------------------------
 
-def cupyx_baseline(image: np.ndarray, connectivity: int, want: np.ndarray, repeat: int):
-    """(ms, note) for cupyx.scipy.ndimage.label, after checking its labels; None if absent."""
+def cupyx_baseline(image: np.ndarray, connectivity: int, want: np.ndarray, repeat: int,
+                   wall: tuple[int, int]):
+    """(ms, wall ms, note) for cupyx.scipy.ndimage.label, after checking its labels; None if
+    absent. ``wall``: (loops, calls) for :func:`wall_ms`."""
     try:
         import cupy
         from cupyx.scipy import ndimage as cupy_ndimage
@@ -145,7 +169,9 @@ def cupyx_baseline(image: np.ndarray, connectivity: int, want: np.ndarray, repea
     same = bool(cupy.array_equal(labels, cupy.asarray(want)))
     del labels
     ms = milliseconds(lambda: cupy_ndimage.label(c_image, structure=structure), repeat)
-    return ms, "" if same else "cupyx labels differ from scipy's"
+    wall = wall_ms(lambda: cupy_ndimage.label(c_image, structure=structure),
+                   cupy.cuda.Device().synchronize, *wall)
+    return ms, wall, "" if same else "cupyx labels differ from scipy's"
 
 
 def opencv_cuda_baseline(image: np.ndarray, connectivity: int, count: int, repeat: int):
@@ -200,14 +226,18 @@ def library_versions() -> str:
 
 # --- the measurements --------------------------------------------------------------------------
 
-def measure_image(ns, image, connectivity, repeat):
-    """Check, then time, one image with both labellings; returns a dict of results."""
+def measure_image(ns, image, connectivity, repeat, wall=(5, 20)):
+    """Check, then time, one image with both labellings; returns a dict of results. ``wall``:
+    (loops, calls) for the wall times (:func:`wall_ms`)."""
+    import itertools
+
     from numba import cuda
 
     size = image.shape[0]
     want, count = scipy_labels(image, connectivity)
     reference = stats_reference(want, count) if image.size <= STATS_CHECK_LIMIT else None
     d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
+    d_images = (d_image, cuda.to_device(np.ascontiguousarray(image.reshape(-1))))
     what = f"{size}x{size}, p={image.mean():.2f}, {connectivity}-connectivity"
     result = {"count": count, "largest": int(np.bincount(want.ravel())[1:].max()) if count else 0,
               "notes": []}
@@ -226,6 +256,10 @@ def measure_image(ns, image, connectivity, repeat):
             "stats": milliseconds(lambda a=analysis: a.statistics(count), repeat),
             "pipeline": milliseconds(lambda a=analysis: a.run(d_image, connectivity), repeat),
         }
+        # as a user calls it: in a loop, another image buffer each call (two, in turn)
+        turn = itertools.cycle(d_images)
+        times["wall"] = wall_ms(lambda a=analysis, t=turn: a.run(next(t), connectivity),
+                                cuda.synchronize, *wall)
         if labelling == "blocks":
             if reference is not None:
                 analysis.statistics(count, ns["blob_stats_kernel"])
@@ -234,11 +268,12 @@ def measure_image(ns, image, connectivity, repeat):
                 lambda a=analysis: a.statistics(count, ns["blob_stats_kernel"]), repeat)
         result[labelling] = times
         del analysis
-    cupyx = cupyx_baseline(image, connectivity, want, repeat)
+    cupyx = cupyx_baseline(image, connectivity, want, repeat, wall)
     opencv = opencv_cuda_baseline(image, connectivity, count, repeat)
     result["cupyx"] = cupyx[0] if cupyx else None
+    result["cupyx_wall"] = cupyx[1] if cupyx else None
     result["opencv_cuda"] = opencv[0] if opencv else None
-    result["notes"] += [b[1] for b in (cupyx, opencv) if b and b[1]]
+    result["notes"] += [b[-1] for b in (cupyx, opencv) if b and b[-1]]
     return result
 
 
@@ -270,7 +305,7 @@ def or_missing(value):
     return "n/a" if value is None else value
 
 
-def build_parts(results, propagation, prop_size, repeat, bandwidth) -> dict:
+def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)) -> dict:
     """The parts of the record from the results so far: (size, p, connectivity) -> result."""
     phase_rows, memory_rows, stat_rows = [], [], []
     largest = max((key[0] for key in results), default=0)
@@ -280,7 +315,8 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth) -> dict:
             t = r[labelling]
             phase_rows.append([size, image, labelling, r["count"], t["label"], t["relabel"],
                                t["stats"], t["pipeline"], or_missing(r["cupyx"]),
-                               ratio(r["cupyx"], t["pipeline"]),
+                               ratio(r["cupyx"], t["pipeline"]), t["wall"],
+                               or_missing(r["cupyx_wall"]), ratio(r["cupyx_wall"], t["wall"]),
                                or_missing(r["opencv_cuda"])])
         labels_ms = r["blocks"]["label"] + r["blocks"]["relabel"]
         nbytes = BYTES_PER_PIXEL * size * size
@@ -295,21 +331,26 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth) -> dict:
     notes = sorted({n for r in results.values() for n in r["notes"]})
     timer = (f"median of {repeat} runs between CUDA events, L2 flushed before each"
              if workbook.MODE == "gpu" else "one wall-clock run in the CUDA simulator")
+    loops, calls = wall
     peak = f"{bandwidth / 1e12:.2f} TB/s" if bandwidth else "unknown"
     parts = {
         "phases": {
             "title": "blob analysis of random binary images: labels 1..K with area, bounding "
                      f"box and centroid sums; ms, {timer}",
             "columns": ["size", "image", "labelling", "blobs", "label ms", "relabel ms",
-                        "stats ms", "pipeline ms", "cupyx label ms", "x cupyx",
-                        "OpenCV CUDA ms"],
+                        "stats ms", "pipeline ms", "cupyx label ms", "x cupyx", "wall ms",
+                        "cupyx wall ms", "x cupyx wall", "OpenCV CUDA ms"],
             "rows": phase_rows,
             "note": "pipeline: BlobAnalysis.run (label, relabel to scipy's numbering, per-block "
                     "statistics; one host sync to read K). labelling 'blocks': section 7's "
                     "block-based union-find (the default); 'pixels': exercises 5 and 6, numbered "
                     "as in exercise 8. cupyx label: cupyx.scipy.ndimage.label alone (labels "
                     "1..K, no statistics); x cupyx: cupyx's time over the pipeline's (above 1 "
-                    "is faster). OpenCV CUDA: cv2.cuda.connectedComponents (BKE, 8-connectivity "
+                    "is faster). wall ms: wall time per call of BlobAnalysis.run in a loop (the "
+                    f"host's Python included; {calls} calls on two image buffers in turn, the "
+                    f"GPU synchronised at the end, median of {loops} loops); cupyx wall ms: "
+                    "cupyx's label timed the same way; x cupyx wall: their ratio. "
+                    "OpenCV CUDA: cv2.cuda.connectedComponents (BKE, 8-connectivity "
                     "only, labels not consecutive, no statistics), n/a where not installed."
                     + (" " + "; ".join(notes) if notes else ""),
         },
@@ -402,6 +443,10 @@ def main(argv=None) -> int:
                         help="foreground densities (comma-separated)")
     parser.add_argument("--connectivities", default="4,8")
     parser.add_argument("--repeat", type=int, default=10, help="timed runs per measurement")
+    parser.add_argument("--wall-loops", type=int, default=5,
+                        help="loops of run() calls for the wall times (their median is kept)")
+    parser.add_argument("--wall-calls", type=int, default=20,
+                        help="run() calls per loop for the wall times")
     parser.add_argument("--propagation-size", type=int, default=2048,
                         help="image side for the propagation part (0: skip it)")
     parser.add_argument("--record", action="store_true",
@@ -415,6 +460,7 @@ def main(argv=None) -> int:
     if args.sim_smoke:
         args.sizes, args.densities = SMOKE["sizes"], SMOKE["densities"]
         args.propagation_size, args.repeat = SMOKE["propagation_size"], SMOKE["repeat"]
+        args.wall_loops, args.wall_calls = SMOKE["wall_loops"], SMOKE["wall_calls"]
     elif workbook.MODE != "gpu":
         parser.error("this benchmark needs a GPU (or --sim-smoke)")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -432,11 +478,12 @@ def main(argv=None) -> int:
               "versions": library_versions(), "parts": {}}
     results, propagation = {}, {}
     prop_size = min(args.propagation_size, max(sizes))
+    wall = (args.wall_loops, args.wall_calls)
     for size in sizes:
         for k, p in enumerate(densities):
             image = random_image(size, p, seed=k)
             for connectivity in connectivities:
-                r = measure_image(ns, image, connectivity, args.repeat)
+                r = measure_image(ns, image, connectivity, args.repeat, wall)
                 if args.opencv_cpu:
                     cpu = opencv_cpu_ms(image, connectivity)
                     r["notes"].append(f"{size}^2 p={p} {connectivity}-conn: OpenCV CPU "
@@ -445,11 +492,13 @@ def main(argv=None) -> int:
                 b, px = r["blocks"], r["pixels"]
                 log(f"{size}^2 p={p:.2f} {connectivity}-conn: {r['count']:,} blobs; blocks "
                     f"label {b['label']:.3f} relabel {b['relabel']:.3f} stats {b['stats']:.3f} "
-                    f"pipeline {b['pipeline']:.3f} ms; pixels pipeline {px['pipeline']:.3f} ms; "
-                    f"cupyx {or_missing(r['cupyx'])} ms; OpenCV CUDA "
+                    f"pipeline {b['pipeline']:.3f} ms, wall {b['wall']:.3f} ms per run; pixels "
+                    f"pipeline {px['pipeline']:.3f} ms, wall {px['wall']:.3f} ms; cupyx "
+                    f"{or_missing(r['cupyx'])} ms, wall {or_missing(r['cupyx_wall'])} ms; "
+                    "OpenCV CUDA "
                     f"{or_missing(r['opencv_cuda'])} ms; {time.monotonic() - started:.0f} s")
                 record["parts"] = build_parts(results, propagation, prop_size, args.repeat,
-                                              bandwidth)
+                                              bandwidth, wall)
                 write_outputs(args.out, record)
     if prop_size > 0:
         for k, p in enumerate(PROPAGATION_DENSITIES):
@@ -458,7 +507,7 @@ def main(argv=None) -> int:
                                                                         args.repeat)
             log(f"propagation {prop_size}^2 p={p:.2f}: {sweeps} sweeps, {prop:.2f} ms vs block "
                 f"labelling {blocks:.3f} ms")
-    record["parts"] = build_parts(results, propagation, prop_size, args.repeat, bandwidth)
+    record["parts"] = build_parts(results, propagation, prop_size, args.repeat, bandwidth, wall)
     write_outputs(args.out, record)
     for part in record["parts"].values():
         log(f"\n{part['title']}\n\n{format_table(part['columns'], part['rows'])}\n\n{part['note']}")

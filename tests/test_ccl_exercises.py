@@ -644,6 +644,7 @@ def test_both_labellings_give_scipy_labels_and_statistics(example_ns, name):
                 from workbook.sim.global_races import watch
 
                 watch(analysis.labels, "labels")
+                watch(analysis.forest, "forest")  # blocks: a view of the labels
                 watch(analysis.roots, "roots")
             what = f"{name}, {connectivity}-connectivity, {labelling}"
             assert analysis.run(d_image, connectivity) == count, what
@@ -677,6 +678,112 @@ def test_phases_can_be_repeated(example_ns):
     np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(13, 21), want)
 
 
+# odd sides, and cells for two levels of scan (SCAN_TILE is 256 in the simulator, 4096 on a GPU)
+SEQUENCE_SHAPE = {"sim": (19, 37), "gpu": (97, 171)}[workbook.MODE]
+
+
+def _sequence_images() -> list[tuple[str, np.ndarray, int]]:
+    """(name, image, connectivity) for one BlobAnalysis to run one after another: new images
+    of one shape, adversarial ones among them, and the connectivity changing between runs."""
+    h, w = SEQUENCE_SHAPE
+    rng = np.random.default_rng(77)
+    single = np.zeros((h, w), np.uint8)
+    single[h - 1, w - 1] = 1  # the last pixel: its cell is the last entry of the scan
+    stairs = np.zeros((h, w), np.uint8)
+    steps = staircase_image((6, 5), 3)
+    stairs[1:1 + steps.shape[0], 2:2 + steps.shape[1]] = steps
+    dense = images.random_image(rng, (h, w), 0.6)
+    return [("random 0.6", dense, 8),
+            ("empty", np.zeros((h, w), np.uint8), 4),
+            ("single pixel", single, 8),
+            ("checker", images.checker_image((h, w)), 4),  # a blob per pixel: the most blobs
+            ("full", np.ones((h, w), np.uint8), 8),
+            ("staircase", stairs, 4),
+            ("staircase", stairs, 8),  # the same image, the other connectivity
+            ("random 0.3", images.random_image(rng, (h, w), 0.3), 4),
+            ("random 0.6 again", dense, 8)]
+
+
+@pytest.mark.parametrize("labelling", ["blocks", "pixels"])
+def test_one_instance_runs_image_after_image(example_ns, monkeypatch, labelling):
+    """One BlobAnalysis, many runs: each run's image (a new device array), connectivity and
+    count are the ones its launches use (they are prepared in the first run), and the
+    statistics arrays grow when a count outgrows them (from 2 entries here)."""
+    from numba import cuda
+
+    monkeypatch.setitem(example_ns, "STATS_CAPACITY", 2)
+    analysis = example_ns["BlobAnalysis"](*SEQUENCE_SHAPE, labelling)
+    assert analysis.stats["area"].size == 2
+    for k, (name, image, connectivity) in enumerate(_sequence_images()):
+        what = f"run {k}: {name}, {connectivity}-connectivity, {labelling}"
+        want, count = ccl.scipy_labels(image, connectivity)
+        kernel = example_ns["blob_stats_kernel"] if name == "full" else None  # exercise 9's
+        d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
+        assert analysis.run(d_image, connectivity, kernel) == count, what
+        np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(image.shape),
+                                      want, err_msg=what)
+        assert analysis.stats["area"].size >= count, what
+        stats = ccl.stats_reference(want, count)
+        for field in references.STAT_NAMES:
+            np.testing.assert_array_equal(analysis.stats[field].copy_to_host()[:count],
+                                          stats[field], err_msg=f"{what}: {field}")
+    assert analysis.stats["area"].size >= images.checker_image(SEQUENCE_SHAPE).sum()
+
+
+@pytest.mark.parametrize("labelling", ["blocks", "pixels"])
+def test_a_run_prepares_its_launches_once_and_reads_back_once(example_ns, monkeypatch,
+                                                               labelling):
+    """The launches of a run are prepared in the first run only; every run makes the same
+    launches (the reset and the statistics only where there are blobs) and reads back one
+    number, K, with one copy to the host."""
+    import threading
+
+    from numba import cuda
+
+    prepared, launched, reads = [], [], []
+
+    def counting_prepare(kernel, grid, block, shared, args, real=example_ns["prepare"]):
+        launch = real(kernel, grid, block, shared, args)
+        prepared.append(kernel)
+
+        def counted(*args):
+            launched.append(kernel)
+            launch(*args)
+        return counted
+
+    monkeypatch.setitem(example_ns, "prepare", counting_prepare)
+    analysis = example_ns["BlobAnalysis"](*SEQUENCE_SHAPE, labelling)
+    assert len(analysis.levels) == 2  # the scan's recursion is part of the run
+    device_array = type(analysis.labels)
+    main = threading.main_thread()
+
+    def counting(method):
+        def count(self, *args, **kwargs):
+            if threading.current_thread() is main:  # the host, not a simulated thread
+                reads.append(method)
+            return getattr(device_array, f"_real_{method}")(self, *args, **kwargs)
+        return count
+
+    for method in ("copy_to_host", "__getitem__"):  # __getitem__: d[i] reads one element
+        monkeypatch.setattr(device_array, f"_real_{method}", getattr(device_array, method),
+                            raising=False)
+        monkeypatch.setattr(device_array, method, counting(method))
+    label_launches = 5 if labelling == "blocks" else 6
+    scans = 2 * len(analysis.levels) - 1  # a block scan per level, add_offsets below the top
+    for k, (name, image, connectivity) in enumerate(_sequence_images()[:4]):
+        for log in (prepared, launched, reads):
+            log.clear()
+        count = analysis.run(cuda.to_device(image.reshape(-1)), connectivity)
+        assert count == ccl.scipy_labels(image, connectivity)[1], name
+        assert reads == ["copy_to_host"], (name, reads)
+        stats = 2 if count else 0  # the reset and the statistics
+        assert len(launched) == label_launches + scans + 1 + stats, (name, launched)
+        if k == 0:
+            assert prepared == launched, name
+        else:  # later runs: only what no earlier run launched (none after a run with blobs)
+            assert prepared == [], (name, prepared)
+
+
 @pytest.mark.slow
 def test_block_kernels_compile_for_the_gpu():
     """The simulator runs the block kernels as Python; numba-cuda's compiler must accept them
@@ -694,15 +801,18 @@ def test_block_kernels_compile_for_the_gpu():
          f"resolve_roots_kernel=void({i32}, {i32}, int64)",
          f"resolve_cells_kernel=void({i32}, {u8}, int64)",  # BlobAnalysis's uint8 flags
          f"block_scan_kernel=void({u8}, {i32}, {i32}, int64)",  # and their scan
-         f"block_final_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64)"],
+         f"block_final_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64)",
+         # BlobAnalysis's own: the statistics reset (a grid-stride loop) and the forest copy
+         "init_stats_kernel=void(" + ", ".join([i32] * 5 + ["int64[::1]"] * 2) + ", int64)",
+         f"copy_kernel=void({i32}, {i32}, int64)"],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = {line.split(":")[0].removeprefix("ok "): line for line in done.stdout.splitlines()
              if line.startswith("ok ")}
-    assert len(lines) == 6, done.stdout
+    assert len(lines) == 8, done.stdout
     # the init links with plain stores; only the merge uses atomics
     for name in ("block_init_kernel", "resolve_roots_kernel", "resolve_cells_kernel",
-                 "block_final_kernel"):
+                 "block_final_kernel", "init_stats_kernel", "copy_kernel"):
         assert " 0 other atomics" in lines[name], lines[name]
     assert " 0 other atomics" not in lines["block_merge_kernel"], lines
 
@@ -742,6 +852,9 @@ def test_benchmark_smoke_run_writes_its_tables(tmp_path):
     assert len(phases["rows"]) == 2 * 2 * 2 * 2  # sizes x densities x connectivities x labellings
     assert {row[column["labelling"]] for row in phases["rows"]} == {"blocks", "pixels"}
     assert {row[column["size"]] for row in phases["rows"]} == {16, 23}
+    # each run also timed as a user calls it: wall time per call in a loop
+    assert all(row[column["wall ms"]] > 0 for row in phases["rows"])
+    assert {"cupyx wall ms", "x cupyx wall"} <= set(column)
     # the counts are scipy's (each image is checked before it is timed)
     rows16 = [r for r in phases["rows"] if r[column["size"]] == 16
               and r[column["image"]] == "p=0.30, 8-conn"]
