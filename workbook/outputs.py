@@ -109,9 +109,14 @@ def recycled_group(key, make) -> tuple:
 def recycled(shape, dtype):
     """``workbook.memory.empty(shape, dtype)``, or an array of that shape and dtype handed out
     before that nothing outside this cache holds any more."""
+    key = (shape, dtype)
+    recycler = _recyclers.get(key)
+    if recycler is not None:  # the loop's path: no import, no closure (0.5 us less per call)
+        _recyclers.move_to_end(key)
+        return recycler.take()[0]
     from workbook.memory import empty
 
-    return recycled_group((shape, dtype), lambda: (empty(shape, dtype),))[0]
+    return recycled_group(key, lambda: (empty(shape, dtype),))[0]
 
 
 def forget_all() -> None:
