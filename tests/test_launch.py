@@ -224,15 +224,15 @@ def test_only_the_arguments_that_changed_are_checked_and_written(driver_stand_in
     launch(*args)
     written = []
 
-    def recording(position, write):
+    def recording(position, take):
         def record(arg):
             written.append(position)
-            write(arg)
+            return take(arg)
 
         return record
 
     for k, packer in enumerate(launch.fast.packers):
-        packer.write = recording(k, packer.write)
+        packer.take = recording(k, packer.take)
     other = _axpy_args(x_pointer=0x50000)
     launch(other[0], *args[1:])  # a new first array, the rest the very same objects
     assert written == [0]
@@ -314,13 +314,16 @@ def test_unsupported_parameters_keep_the_ordinary_launch(monkeypatch):
 
 
 def test_a_remembered_argument_is_the_same_object_or_an_equal_scalar():
-    from workbook.launch import _remember
+    from workbook.launch import _is_same, _remember
 
     array = DeviceArrayStandIn(0x1000, (2,))
     same = _remember(array)
-    assert same(array) and not same(DeviceArrayStandIn(0x1000, (2,)))
+    assert _is_same(same, array) and not _is_same(same, DeviceArrayStandIn(0x1000, (2,)))
+    assert not _is_same(same, np.float32(2.0))
     scalar = _remember(np.float32(2.0))
-    assert scalar(np.float32(2.0)) and not scalar(np.float64(2.0)) and not scalar(2.0)
+    assert _is_same(scalar, np.float32(2.0))
+    assert not _is_same(scalar, np.float64(2.0)) and not _is_same(scalar, 2.0)
+    assert not _is_same(scalar, np.float32(3.0)) and not _is_same(scalar, array)
     gone = weakref.ref(array)
     del array, same
     assert gone() is None  # remembering an array does not keep it alive

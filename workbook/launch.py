@@ -111,7 +111,7 @@ class _DriverLaunch:
         """The very arrays, and equal scalars, of the last launch (accepted then)."""
         last = self._last_args
         return last is not None and len(args) == len(last) and all(
-            seen is not None and seen(a) for seen, a in zip(last, args))
+            memo is not None and _is_same(memo, a) for memo, a in zip(last, args))
 
     def try_launch(self, args) -> bool:
         """Launch if ``args`` are of the compiled kinds; False (nothing launched) if not.
@@ -123,13 +123,15 @@ class _DriverLaunch:
         if last is None:
             last = self._last_args = [None] * len(args)
         for k, arg in enumerate(args):
-            seen = last[k]
-            if seen is not None and seen(arg):
-                continue
-            packer = packers[k]
-            if not packer.accepts(arg):
+            memo = last[k]  # _is_same, inline: this loop runs on every call
+            if memo is not None:
+                if memo.__class__ is tuple:
+                    if memo[0] is arg.__class__ and memo[1] == arg:
+                        continue
+                elif memo() is arg:
+                    continue
+            if not packers[k].take(arg):
                 return False  # numba's path launches; the slots written so far stay valid
-            packer.write(arg)
             last[k] = _remember(arg)
         (status,) = self._launch()
         if status:
@@ -146,14 +148,19 @@ def _function_handle(handle):
 
 
 def _remember(arg):
-    """A test for "the same argument as this one": the same array object while it lives
-    (a weak reference: a plan cache must not keep a caller's arrays alive), or an equal
-    scalar of the same type."""
+    """What :func:`_is_same` needs to recognise ``arg``: a weak reference to an array (a plan
+    cache must not keep a caller's arrays alive), or a scalar's type and value."""
     try:
-        ref = weakref.ref(arg)
+        return weakref.ref(arg)
     except TypeError:
-        return lambda other: type(other) is type(arg) and other == arg
-    return lambda other: ref() is other
+        return (arg.__class__, arg)
+
+
+def _is_same(memo, arg) -> bool:
+    """Whether ``arg`` is the remembered array itself, or an equal scalar of the same type."""
+    if memo.__class__ is tuple:
+        return memo[0] is arg.__class__ and bool(memo[1] == arg)
+    return memo() is arg
 
 
 def _packer(numba_type):
@@ -191,6 +198,13 @@ class _ScalarPacker:
     def write(self, value) -> None:
         self.slots[0].value = self.kind(value)
 
+    def take(self, value) -> bool:
+        """Write ``value`` if it is of this parameter's kind; whether it was."""
+        if not self.accepts(value):
+            return False
+        self.write(value)
+        return True
+
 
 class _ArrayPacker:
     """Numba's array argument: meminfo, parent, size, itemsize, data, shape, strides
@@ -227,16 +241,24 @@ class _ArrayPacker:
         self.known[id(array)] = (weakref.ref(array), array.device_ctypes_pointer.value or 0)
         return True
 
-    def write(self, array) -> None:
-        """Write an accepted array: its pointer, and its shape and strides if they changed."""
+    def take(self, array) -> bool:
+        """Write ``array`` if it is of this parameter's kind (its pointer, and its shape and
+        strides if they changed); whether it was. An array accepted lately (a loop alternating
+        between a few) is found with one lookup."""
+        known = self.known.get(id(array))
+        if known is None or known[0]() is not array:
+            if not self.accepts(array):
+                return False
+            known = self.known[id(array)]
         slots = self.slots
-        slots[4].value = self.known[id(array)][1]
+        slots[4].value = known[1]
         shape, strides = array.shape, array.strides
         if shape == self.written[0] and strides == self.written[1]:
-            return  # the usual case in a loop: only the pointer is new
+            return True  # the usual case in a loop: only the pointer is new
         slots[2].value = array.size
         for k, extent in enumerate(shape):
             slots[5 + k].value = extent
         for k, stride in enumerate(strides):
             slots[5 + self.ndim + k].value = stride
         self.written = shape, strides
+        return True
