@@ -33,6 +33,8 @@ for rows in (4, 49152):
         "recycled only": loop(lambda i: recycled(shape, dt)),
         "recycled + softmax_gpu": loop(lambda i: softmax_gpu(dxs[i], recycled(shape, dt))),
         "x.shape + x.dtype": loop(lambda i: (dxs[i].shape, dxs[i].dtype)),
+        "driver call alone (cuLaunchKernel, prepared)": loop(
+            lambda i: ns["_plans"][(dt, rows, 32, False)][1].fast._launch()),
     }
     print(rows, r, flush=True)
     res[rows] = r
