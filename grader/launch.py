@@ -206,3 +206,89 @@ def unprofiled():
 def in_profiled_range() -> bool:
     """Whether a launch made now would be inside ncu's profiled range."""
     return _Range.segment and not _Range.paused
+
+
+# How the profiled segments are told apart in ncu's report: by the kernels the profiled
+# process records launching inside each (:func:`recorded_launches`), or by a marker kernel
+# launched at the start of each (the fallback, and every report made before the recording).
+# The reference-profile cache key names it (grader.reference_profiles).
+RECORDED_SEGMENTS = "recorded launches"
+MARKED_SEGMENTS = "marker kernels"
+
+
+@contextmanager
+def recorded_launches():
+    """The names of the kernels launched inside ncu's profiled range while the block runs, in
+    launch order: a list that grows with each launch.
+
+    It wraps, for the block's duration, every path by which a kernel launch reaches the
+    driver: numba's (``kernel[grid, block](...)``, a ``forall``, a specialised kernel: each
+    ends in ``_Kernel.launch``), a prepared launch's own driver call
+    (:meth:`workbook.launch._DriverLaunch.try_launch`), and the simulator's launch. A launch
+    is recorded once it returned: one that raised may not have reached the GPU (the parent
+    compares the names with ncu's report and does not split a report that disagrees)."""
+    names: list[str] = []
+    originals = []
+    try:
+        for owner, attribute, wrap in _launch_paths():
+            originals.append((owner, attribute, owner.__dict__.get(attribute)))
+            setattr(owner, attribute, wrap(getattr(owner, attribute), names.append))
+        yield names
+    finally:
+        for owner, attribute, original in reversed(originals):
+            if original is None:
+                delattr(owner, attribute)
+            else:
+                setattr(owner, attribute, original)
+
+
+def _launch_paths():
+    """``(class, method, wrapper)`` of each launch path of this mode (see
+    :func:`recorded_launches`); ``wrapper(method, note)`` calls ``note(kernel name)`` after
+    each launch inside the profiled range."""
+    from workbook.launch import _DriverLaunch
+
+    paths = [(_DriverLaunch, "try_launch", _recording_driver_launch)]
+    if cuda().config.ENABLE_CUDASIM:
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        return [*paths, (FakeCUDAKernel, "__call__", _recording_simulated_launch)]
+    from numba.cuda.dispatcher import _Kernel
+
+    return [*paths, (_Kernel, "launch", _recording_numba_launch)]
+
+
+def _recording_numba_launch(launch, note):
+    @functools.wraps(launch)
+    def recorded(self, *args, **kwargs):
+        result = launch(self, *args, **kwargs)
+        if in_profiled_range():
+            note(self.py_func.__name__)
+        return result
+
+    return recorded
+
+
+def _recording_driver_launch(try_launch, note):
+    @functools.wraps(try_launch)
+    def recorded(self, args):
+        launched = try_launch(self, args)
+        if launched and in_profiled_range():
+            note(self.kernel_name)
+        return launched
+
+    return recorded
+
+
+def _recording_simulated_launch(call, note):
+    from numba.cuda.simulator import kernel as simulated
+
+    @functools.wraps(call)
+    def recorded(self, *args):
+        launch = not self._device and simulated._get_kernel_context() is None
+        result = call(self, *args)
+        if launch and in_profiled_range():
+            note(self.fn.__name__)
+        return result
+
+    return recorded

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -27,9 +28,22 @@ def find_ncu() -> str | None:
     return shutil.which("ncu") or next((p for p in NCU_FALLBACKS if os.path.exists(p)), None)
 
 
+def kernel_pattern(*names: str) -> str:
+    """The regular expression of ncu's --kernel-name filter for numba kernels called
+    ``names``: ncu names a numba kernel ``name[abi:...]``."""
+    return "^(" + "|".join(names) + r")\["
+
+
 def kernel_regex(*names: str) -> str:
     """ncu's --kernel-name filter for numba kernels called ``names``."""
-    return "regex:^(" + "|".join(names) + r")\["
+    return "regex:" + kernel_pattern(*names)
+
+
+def profiled_names(launched: list[str], kernels: list[str]) -> list[str]:
+    """The names in ``launched`` (kernels' Python names, in launch order) of the kernels that
+    ncu's filter for ``kernels`` profiles: those whose ``name[`` its expression matches."""
+    pattern = re.compile(kernel_pattern(*kernels))
+    return [name for name in launched if pattern.match(name + "[")]
 
 
 def command(kernels: list[str], metrics: list[str], report: Path) -> list[str]:

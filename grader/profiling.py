@@ -4,8 +4,10 @@ in the same run with Nsight Compute, then apply the exercise's :class:`MetricRul
 A notebook is profiled in one ncu run (:func:`profile_notebook`, run by the grading
 pipeline's profile stage, :mod:`grader.stages.profile`): one process executes the
 student's cells and the reference solution's side by side and makes each exercise's
-profiling launches for both, each behind a marker kernel that separates the segments in
-the report. :func:`assess` profiles one exercise alone
+profiling launches for both, each in a segment of ncu's profiled range whose kernels it
+records by name; the report is split into segments by those names
+(:func:`split_report`), or, where it does not hold exactly the recorded launches, profiled
+again with a marker kernel opening each segment. :func:`assess` profiles one exercise alone
 (``grader profile`` and ``benchmarks/metric_rules.py``).
 """
 
@@ -106,36 +108,81 @@ def profile_notebook(exercises, student_cells: list[dict], timeout: float = PROF
 REPORT = "profile.ncu-rep"  # each attempt's report, in its folder of the work directory
 
 
+def ncu_kernels(exercises, markers: bool = False) -> list[str]:
+    """The kernels of ncu's filter in a run over ``exercises``: their profiled kernels, and
+    the marker kernel where it opens the segments."""
+    kernels = {k for ex in exercises for k in profiled_kernels(ex)}
+    return sorted(kernels | {MARKER_KERNEL} if markers else kernels)
+
+
 def profile_programs(exercises, programs, timeout: float, workdir: Path, on_event=None):
     """Profile ``exercises`` (in notebook order) for each of ``programs`` (see
     :func:`grader.runner.job_programs`) in one ncu run, or one more per crash.
 
+    The report is split by the kernels the profiled process recorded launching in each
+    segment (:func:`split_report`). The exercises of a report that does not hold exactly
+    those launches are profiled again, in a run whose segments each open with the marker
+    kernel (one more ncu run, or one per crash).
+
     Returns ``(found, reasons, attempts)``: ``found[exercise id][label]`` holds the metrics
     of the exercise's profiled launch in that program, ``reasons[exercise id]`` why one is
-    missing; attempt k's report is ``workdir/k/profile.ncu-rep``."""
-    metrics = metric_names(exercises)
-    kernels = sorted({k for ex in exercises for k in profiled_kernels(ex)} | {MARKER_KERNEL})
-    job = {"mode": "gpu", "action": "profile", "exercise_ids": [ex.id for ex in exercises],
-           "programs": [list(p) for p in programs]}
-
-    def under_ncu(number: int, folder: Path):
-        report = folder / REPORT
-        return ncu.command(kernels, metrics, report), {"report": report}
-
+    missing; attempt k's report is ``workdir/k/profile.ncu-rep`` (the marked run's attempts
+    come after the first run's)."""
     found: dict[str, dict] = {}
     reasons: dict[str, str] = {}
-    try:
-        attempts = run_exercises(job, timeout, wrap=under_ncu, workdir=workdir,
-                                 on_event=on_event)
-    except NotAssessed as exc:
-        return {}, {ex.id: str(exc) for ex in exercises}, []
-    for attempt in attempts:
-        _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
+    attempts, unsplit = _profile_run(exercises, programs, timeout, workdir, on_event, found,
+                                     reasons)
+    again = [ex for ex in exercises if ex.id in unsplit]
+    if again:
+        why = {ex.id: reasons.pop(ex.id) for ex in again if ex.id in reasons}
+        for ex in again:
+            found.pop(ex.id, None)
+        marked, _ = _profile_run(again, programs, timeout, workdir, on_event, found, reasons,
+                                 first=len(attempts))
+        attempts += marked
+        for exercise_id, reason in why.items():  # the marked run measured nothing: why
+            if exercise_id not in found:
+                reasons.setdefault(exercise_id, reason)
     return found, reasons, attempts
 
 
-def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons) -> None:
-    """Split one ncu report into its segments and keep each exercise's profiled launch."""
+MARKED_RUN = "marked"  # the folder of the marked run's jobs and events in the work directory
+
+
+def _profile_run(exercises, programs, timeout: float, workdir: Path, on_event, found: dict,
+                 reasons: dict, first: int | None = None) -> tuple[list, set[str]]:
+    """One ncu run (one more per crash) over ``exercises``, read into ``found`` and
+    ``reasons``; with ``first`` (the number of its first report) the segments open with the
+    marker kernel. Returns its attempts and the exercises whose launches the report did not
+    tell apart."""
+    markers = first is not None
+    metrics = metric_names(exercises)
+    kernels = ncu_kernels(exercises, markers)
+    job = {"mode": "gpu", "action": "profile", "exercise_ids": [ex.id for ex in exercises],
+           "programs": [list(p) for p in programs], "kernels": kernels, "markers": markers}
+
+    def under_ncu(number: int, folder: Path):
+        report = workdir / str(first + number) / REPORT if markers else folder / REPORT
+        report.parent.mkdir(parents=True, exist_ok=True)
+        return ncu.command(kernels, metrics, report), {"report": report}
+
+    try:
+        attempts = run_exercises(job, timeout, wrap=under_ncu, on_event=on_event,
+                                 workdir=workdir / MARKED_RUN if markers else workdir)
+    except NotAssessed as exc:
+        reasons.update({ex.id: str(exc) for ex in exercises})
+        return [], set()
+    unsplit: set[str] = set()
+    for attempt in attempts:
+        unsplit |= _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
+    return attempts, unsplit
+
+
+def _read_attempt(attempt, exercises, metrics, kernels, timeout, found,
+                  reasons) -> set[str]:
+    """Split one ncu report into its segments and keep each exercise's profiled launch.
+    Returns the exercises whose segments the report does not tell apart (it does not hold
+    the launches recorded in them; see :func:`split_report`), the blamed one excepted."""
     by_id = {ex.id: ex for ex in exercises}
     for event in attempt.events:
         if "stored" in event:  # a reference profile measured before (grader.reference_profiles)
@@ -157,15 +204,23 @@ def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
             reasons[attempt.crashed] = str(exc)
     segments = [e["segment"] for e in attempt.events if "segment" in e]
     if not segments:
-        return
+        return set()
     try:
         report = ncu.check_output(attempt.output, attempt.extra["report"], kernels)
         launches = read_metrics(report, metrics)
     except NotAssessed as exc:
         for exercise_id, *_ in segments:
             reasons.setdefault(exercise_id, str(exc))
-        return
-    for segment, part in zip(segments, split_segments(launches)):
+        return set()
+    blamed = {attempt.crashed, attempt.timed_out} - {None}
+    try:
+        parts = split_report(launches, segments, complete=not blamed)
+    except UnsplitReport as exc:
+        unsplit = {exercise_id for exercise_id, *_ in segments} - blamed
+        for exercise_id in unsplit:
+            reasons.setdefault(exercise_id, str(exc))
+        return unsplit
+    for segment, part in zip(segments, parts):
         exercise_id, who = segment[:2]
         launch = profiled_launch(by_id[exercise_id], part, segment_skip(segment))
         if launch is not None:
@@ -181,6 +236,7 @@ def _read_attempt(attempt, exercises, metrics, kernels, timeout, found, reasons)
             if launch is not None:
                 kept = {"kernel", *metric_names([by_id[exercise_id]])}
                 reference_profiles.store(key, {k: v for k, v in launch.items() if k in kept})
+    return set()
 
 
 def kernel_pattern(exercise) -> re.Pattern:
@@ -188,20 +244,71 @@ def kernel_pattern(exercise) -> re.Pattern:
     return re.compile(r"^(" + "|".join(profiled_kernels(exercise)) + r")\[")
 
 
-# Reports made while the profile functions' warm-up launches were inside ncu's profiled range
-# (before grader.launch.unprofiled) hold, in every segment, one warm-up launch of the
-# exercise's kernels before the measured one: every exercise's profile_skip was 1 then (the
-# default; none declared another). Their segment events, ``[exercise id, label]``, have no
-# third field; the reports under tests/fixtures/ncu/ and the records of
-# benchmarks/results/*/metric_rules-*.json up to 2026-11-26 are such reports.
+# A report's segment events (kept with the report in benchmarks/results/*/metric_rules-*.json)
+# say how it is read, by their length:
+# * ``[exercise id, label]``: each segment opens with the marker kernel, and holds one warm-up
+#   launch of the exercise's kernels before the measured one (the warm-ups were inside ncu's
+#   profiled range then, before grader.launch.unprofiled: every exercise's profile_skip was 1,
+#   the default; none declared another). The reports under tests/fixtures/ncu/ and the
+#   records of benchmarks/results/*/metric_rules-*.json up to 2026-11-26 are such reports.
+# * ``[exercise id, label, skip]``: each segment opens with the marker kernel; ``skip``
+#   launches of the exercise's kernels come before the measured one (the marked run).
+# * ``[exercise id, label, skip, kernels]``: no marker; ``kernels`` are the names of the
+#   kernels ncu profiled in the segment, as the profiled process recorded launching them.
 WARM_UPS_PROFILED_SKIP = 1
 
 
 def segment_skip(segment) -> int:
     """How many launches of the exercise's kernels come before the measured one in the
-    report's segment whose event is ``segment``: ``[exercise id, label, skip]``, or
-    ``[exercise id, label]`` from a report made with the warm-ups profiled."""
+    report's segment whose event is ``segment`` (see above)."""
     return int(segment[2]) if len(segment) > 2 else WARM_UPS_PROFILED_SKIP
+
+
+def segment_kernels(segment) -> list[str] | None:
+    """The names of the kernels ncu profiled in the segment whose event is ``segment``, in
+    launch order; None for a segment that opens with the marker kernel (see above)."""
+    return list(segment[3]) if len(segment) > 3 else None
+
+
+class UnsplitReport(NotAssessed):
+    """ncu's report does not hold the launches recorded in its segments."""
+
+
+def split_report(launches: list[dict], segments: list, complete: bool = True
+                 ) -> list[list[dict]]:
+    """A report's launches (in launch order) grouped by segment, one group per segment event
+    (in order) where its events name the kernels launched (:func:`segment_kernels`), else by
+    the marker kernel (:func:`split_segments`).
+
+    The report's kernels must be exactly the named ones: a launch the process did not record
+    (another launch path) or one ncu did not profile would shift every later segment, so a
+    report that differs is not split (:class:`UnsplitReport`). Where the process died in a
+    segment (``complete`` False; that segment has no event) the report may hold more after
+    the named ones: the launches of the segment it died in."""
+    named = [segment_kernels(segment) for segment in segments]
+    if all(names is None for names in named):
+        return split_segments(launches)
+    if any(names is None for names in named):
+        raise UnsplitReport("the report's segment events mix marked and named segments")
+    expected = [name for names in named for name in names]
+    got = [launch["kernel"].split("[", 1)[0] for launch in launches]
+    if got != expected and (complete or got[:len(expected)] != expected):
+        raise UnsplitReport(f"ncu's report does not hold the launches recorded in its "
+                            f"segments: {_difference(got, expected)}")
+    parts, start = [], 0
+    for names in named:
+        parts.append(launches[start:start + len(names)])
+        start += len(names)
+    return parts
+
+
+def _difference(got: list[str], expected: list[str]) -> str:
+    k = next((k for k, (a, b) in enumerate(zip(got, expected)) if a != b),
+             min(len(got), len(expected)))
+    found = got[k] if k < len(got) else "nothing"
+    recorded = expected[k] if k < len(expected) else "nothing"
+    return (f"{len(got)} launches profiled, {len(expected)} recorded; launch {k + 1} is "
+            f"{found} in the report, {recorded} in the record")
 
 
 def profiled_launch(exercise, segment: list[dict], skip: int | None = None) -> dict | None:
@@ -214,7 +321,7 @@ def profiled_launch(exercise, segment: list[dict], skip: int | None = None) -> d
 
 
 def split_segments(launches: list[dict]) -> list[list[dict]]:
-    """Launches grouped by the marker kernel that opens each segment."""
+    """Launches grouped by the marker kernel that opens each segment (a marked report)."""
     segments: list[list[dict]] = []
     for launch in launches:
         if launch["kernel"].startswith(MARKER_KERNEL + "["):

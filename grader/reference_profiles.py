@@ -7,9 +7,10 @@ profiles an exercise's reference there stores its metrics, and later runs on the
 model read them instead of profiling the reference again (``0`` turns it off). The key
 covers everything the measurement depends on: the exercise, its metrics, profiled kernels
 and warm-up launches (how many, and how they are made: :data:`grader.launch.WARM_UPS`),
-the reference program's source, the GPU (name and compute capability) and numba-cuda's
-version; anything else changed is a new key. Without the variable nothing is cached
-(``grader check`` profiles both in the same run).
+how the report's segments are told apart (:data:`grader.launch.RECORDED_SEGMENTS`, or a
+marker kernel opening each), the reference program's source, the GPU (name and compute
+capability) and numba-cuda's version; anything else changed is a new key. Without the
+variable nothing is cached (``grader check`` profiles both in the same run).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from grader.launch import WARM_UPS
+from grader.launch import RECORDED_SEGMENTS, WARM_UPS
 
 CACHE_ENV = "WORKBOOK_REFERENCE_PROFILES"
 
@@ -40,8 +41,10 @@ def gpu_identity() -> str:
     return f"{device_name()} cc{major}.{minor}"
 
 
-def profile_key(exercise, metrics: list[str], cells: list[dict], gpu: str) -> str:
-    """The cache key of ``exercise``'s reference profile taken from ``cells`` on ``gpu``."""
+def profile_key(exercise, metrics: list[str], cells: list[dict], gpu: str,
+                segments: str = RECORDED_SEGMENTS) -> str:
+    """The cache key of ``exercise``'s reference profile taken from ``cells`` on ``gpu``, in
+    a run whose report's ``segments`` are told apart as it says (:mod:`grader.launch`)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -51,7 +54,8 @@ def profile_key(exercise, metrics: list[str], cells: list[dict], gpu: str) -> st
     described = {
         "exercise": exercise.id, "metrics": sorted(metrics), "gpu": gpu,
         "kernels": list(exercise.profile_kernels or (exercise.entry,)),
-        "skip": exercise.profile_skip, "warm-ups": WARM_UPS, "numba-cuda": numba_cuda,
+        "skip": exercise.profile_skip, "warm-ups": WARM_UPS, "segments": segments,
+        "numba-cuda": numba_cuda,
         "program": [[c.get("role"), c.get("exercise_id"), c["source"]] for c in cells],
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()

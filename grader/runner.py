@@ -8,8 +8,9 @@ does the job's action for that exercise:
 * ``sanitize`` -- the same on the small cases only, with markers on stdout so that
   the compute-sanitizer report around the process can be split by exercise;
 * ``profile``  -- the exercise's profiling launches for the student's cells and for
-  the reference solution's, each behind a marker kernel (the parent runs this
-  process under ncu; see :mod:`grader.profiling`).
+  the reference solution's, each in a profiled segment whose kernels are recorded by
+  name (or, with the job's ``markers``, opened by a marker kernel); the parent runs this
+  process under ncu and splits its report by segment (see :mod:`grader.profiling`).
 
 Each step is written to EVENTS as one JSON line (``start``, ``result``,
 ``segment``) the moment it happens, so that the parent (:mod:`grader.session`) knows
@@ -32,7 +33,7 @@ from grader.results import ERROR, FAILED, PASSED, TIMEOUT, ExerciseResult
 
 _MAGIC = re.compile(r"^\s*[%!]")
 MARKER = "@@workbook-exercise"  # stdout line before and after each sanitized exercise
-MARKER_KERNEL = "workbook_profile_marker"  # launched at the start of each profiled segment
+MARKER_KERNEL = "workbook_profile_marker"  # opens each profiled segment of a marked job
 
 
 def cell_filename(index: int) -> str:
@@ -213,6 +214,7 @@ def profile_job(job: dict, events: Events) -> None:
     from grader import reference_profiles
     from grader.exercises import get
 
+    markers = bool(job.get("markers"))
     programs = [(label, only, Program(cells)) for label, only, cells in job_programs(job)]
     gpu = reference_profiles.gpu_identity() if reference_profiles.cache_dir() else None
     ready = []  # (exercise, label, namespace) of each segment to profile, in order
@@ -223,32 +225,69 @@ def profile_job(job: dict, events: Events) -> None:
             if only not in (None, exercise_id):
                 continue
             if gpu and label == "reference" and _stored_reference(exercise, program, gpu,
-                                                                   events):
+                                                                   events, markers):
                 continue
             namespace = prepare_segment(exercise, label, program, events)
             if namespace is not None:
                 ready.append((exercise, label, namespace))
+    _profile_segments(ready, job, events)
+
+
+def _profile_segments(ready: list, job: dict, events: Events) -> None:
+    """The second pass of :func:`profile_job`: each prepared segment ``(exercise, label,
+    namespace)`` in ncu's profiled range, with its event.
+
+    The event (``segment``) names the exercise, the program and the launches of its
+    kernels before the measured one (``profile_skip``, see
+    :func:`grader.profiling.segment_skip`), then the names of the kernels the segment
+    launched inside the range, those of the job's ``kernels`` (ncu's filter; all without
+    it), by which the parent splits ncu's report; it comes after the segment. A job with
+    ``markers`` (the parent's fallback) opens each segment with the marker kernel instead,
+    and the event, of three fields, comes before it."""
+    from grader.launch import recorded_launches
+
+    marker = _marker_kernel() if job.get("markers") and ready else None
     for k, (exercise, label, namespace) in enumerate(ready):
         if k == 0 or ready[k - 1][0] is not exercise:
             events.emit(start=exercise.id)  # a crash from here on is this exercise's
-        # the third field: the launches of its kernels in the segment before the measured
-        # one (grader.profiling.segment_skip)
-        events.emit(segment=[exercise.id, label, exercise.profile_skip])
+        segment = [exercise.id, label, exercise.profile_skip]
+        if marker is not None:
+            events.emit(segment=segment)
+        failure, launched = None, []
         try:
-            _profiled_segment(exercise, namespace)
+            if marker is not None:
+                _profiled_segment(exercise, namespace, marker)
+            else:
+                with recorded_launches() as launched:
+                    _profiled_segment(exercise, namespace)
         except Exception as exc:  # noqa: BLE001  (reported; the other segments go on)
-            events.emit(failed=[exercise.id, label], why=describe_exception(exc))
+            failure = describe_exception(exc)
+        if marker is None:
+            events.emit(segment=[*segment, profiled_names(launched, job.get("kernels"))])
+        if failure is not None:
+            events.emit(failed=[exercise.id, label], why=failure)
 
 
-def _stored_reference(exercise, program: Program, gpu: str, events: Events) -> bool:
+def profiled_names(launched: list[str], kernels: list[str] | None) -> list[str]:
+    """The names of ``launched`` that ncu profiles with its filter for ``kernels`` (all of
+    them without a filter)."""
+    from grader.ncu import profiled_names as filtered
+
+    return list(launched) if kernels is None else filtered(launched, kernels)
+
+
+def _stored_reference(exercise, program: Program, gpu: str, events: Events,
+                      markers: bool = False) -> bool:
     """Whether the reference's profile of the exercise is stored for this GPU (see
     :mod:`grader.reference_profiles`): then it is passed on, else its key is, for the
     parent to store what ncu measures."""
     from grader import reference_profiles
+    from grader.launch import MARKED_SEGMENTS, RECORDED_SEGMENTS
     from grader.profiling import metric_names
 
     cells = program.cells[:program.checkpoint(exercise.id)]
-    key = reference_profiles.profile_key(exercise, metric_names([exercise]), cells, gpu)
+    key = reference_profiles.profile_key(exercise, metric_names([exercise]), cells, gpu,
+                                         MARKED_SEGMENTS if markers else RECORDED_SEGMENTS)
     stored = reference_profiles.load(key)
     if stored is not None:
         events.emit(stored=[exercise.id, "reference"], metrics=stored)
@@ -331,22 +370,22 @@ def prepare_segment(exercise, label: str, program: Program, events: Events) -> d
 def _warm_up(exercise, namespace: dict) -> None:
     from numba import cuda
 
-    _marker_kernel()
     exercise.profile(namespace)
     cuda.synchronize()
 
 
-def _profiled_segment(exercise, namespace: dict) -> None:
-    """The marker, then the exercise's profiling launches, inside ncu's profiled range (with
-    ``--profile-from-start off`` only its launches are profiled); the warm-up launches of
-    the profile function leave the range (:func:`grader.launch.unprofiled`)."""
+def _profiled_segment(exercise, namespace: dict, marker=None) -> None:
+    """The exercise's profiling launches (after the ``marker`` kernel, if given) inside ncu's
+    profiled range (with ``--profile-from-start off`` only its launches are profiled); the
+    warm-up launches of the profile function leave the range
+    (:func:`grader.launch.unprofiled`)."""
     from numba import cuda
 
     from grader.launch import profiled_segment
 
-    marker = _marker_kernel()
     with profiled_segment():
-        marker[1, 1](0)
+        if marker is not None:
+            marker[1, 1](0)
         exercise.profile(namespace)
         cuda.synchronize()
 
@@ -361,7 +400,8 @@ def workbook_profile_marker(unused):
 
 
 def _marker_kernel():
-    """An empty kernel whose launches separate the profiled segments in the ncu report."""
+    """An empty kernel whose launches separate the profiled segments in the ncu report of a
+    job with ``markers``; compiled, and launched once, outside the profiled range."""
     if not _MARKER:
         from numba import cuda
 

@@ -24,8 +24,11 @@ from grader.exercises import get
 from grader.notebook import load
 from grader.profiling import (
     WARM_UPS_PROFILED_SKIP,
+    UnsplitReport,
     _read_attempt,
+    segment_kernels,
     segment_skip,
+    split_report,
     split_segments,
 )
 from grader.results import FAILED, PASSED, ExerciseResult
@@ -207,7 +210,7 @@ def test_compute_sanitizer_runs_the_runner_under_the_tool():
     assert tools.parse("memcheck", clean_but_failed, tools.ERROR_EXITCODE).errors == 1
 
 
-# --- ncu: one run per notebook, the report split at the marker kernel ---------------------------
+# --- ncu: one run per notebook, the report split by the kernels each segment launched -----------
 
 def launch(name, value=1.0):
     return {"kernel": f"{name}[abi:v1,xyz]", "gpu__time_duration.sum": value}
@@ -220,6 +223,60 @@ def test_segments_split_at_the_marker_kernel():
                                                                                       ["b"]]
 
 
+def names(launches) -> list[str]:
+    return [launch["kernel"].split("[")[0] for launch in launches]
+
+
+def test_a_report_is_split_by_the_kernels_each_segment_recorded():
+    launches = [launch("a", 1), launch("b", 2), launch("a", 3), launch("a", 4), launch("b", 5)]
+    segments = [["x.a", "student", 0, ["a", "b"]], ["x.a", "reference", 0, []],
+                ["x.b", "student", 0, ["a", "a", "b"]]]
+    parts = split_report(launches, segments)
+    assert [[v["gpu__time_duration.sum"] for v in part] for part in parts] == [[1, 2], [],
+                                                                               [3, 4, 5]]
+    assert segment_kernels(segments[0]) == ["a", "b"]
+    assert segment_kernels(["x.a", "student", 0]) is None  # a marked segment
+    assert segment_kernels(["x.a", "student"]) is None
+
+
+@pytest.mark.parametrize("report,why", [
+    (["a", "a", "b", "a", "a", "b"], "launch 2 is a in the report, b in the record"),  # one more
+    (["a", "b", "a", "b"], "4 launches profiled, 5 recorded; launch 4 is b in the report, "
+                           "a in the record"),  # one fewer
+    (["a", "b", "b", "a", "a"], "launch 3 is b in the report, a in the record"),  # reordered
+    (["a", "b", "a", "a", "b", "a"], "6 launches profiled, 5 recorded; launch 6 is a in the "
+                                     "report, nothing in the record"),  # one more at the end
+])
+def test_a_report_that_does_not_hold_the_recorded_launches_is_not_split(report, why):
+    """A launch the process did not record (or one ncu did not profile) shifts every later
+    segment: the report is not split at all, whatever segment the difference is in."""
+    segments = [["x.a", "student", 0, ["a", "b"]], ["x.b", "student", 0, ["a", "a", "b"]]]
+    with pytest.raises(UnsplitReport, match=why):
+        split_report([launch(name) for name in report], segments)
+
+
+def test_after_a_crash_the_launches_of_the_segment_it_ended_come_last():
+    """A process that died in a segment emitted no event for it: the report holds the named
+    launches first, then that segment's, which belong to no event."""
+    segments = [["x.a", "student", 0, ["a"]], ["x.a", "reference", 0, ["a", "b"]]]
+    launches = [launch("a", 1), launch("a", 2), launch("b", 3), launch("a", 4)]
+    parts = split_report(launches, segments, complete=False)
+    assert [names(part) for part in parts] == [["a"], ["a", "b"]]
+    with pytest.raises(UnsplitReport):  # with no crash, a launch no segment recorded
+        split_report(launches, segments)
+    with pytest.raises(UnsplitReport):  # the named launches must come first, all of them
+        split_report(launches[1:], segments, complete=False)
+
+
+def test_marked_segments_are_split_at_the_marker_and_never_mixed_with_named_ones():
+    launches = [launch(MARKER_KERNEL), launch("a", 1), launch(MARKER_KERNEL), launch("a", 2)]
+    for segments in ([["x.a", "student"], ["x.a", "reference"]],
+                     [["x.a", "student", 0], ["x.a", "reference", 0]]):
+        assert split_report(launches, segments) == split_segments(launches)
+    with pytest.raises(UnsplitReport, match="mix"):
+        split_report(launches, [["x.a", "student", 0], ["x.a", "reference", 0, ["a"]]])
+
+
 def read_segments(monkeypatch, exercise, segments, launches) -> dict:
     """What _read_attempt finds for ``exercise`` in a report of ``launches`` whose segment
     events are ``segments``."""
@@ -228,10 +285,54 @@ def read_segments(monkeypatch, exercise, segments, launches) -> dict:
     monkeypatch.setattr("grader.profiling.ncu.check_output", lambda output, report, k: report)
     monkeypatch.setattr("grader.profiling.read_metrics", lambda report, metrics: launches)
     found, reasons = {}, {}
-    _read_attempt(attempt, [exercise], ["gpu__time_duration.sum"], [exercise.entry], 60, found,
-                  reasons)
+    assert not _read_attempt(attempt, [exercise], ["gpu__time_duration.sum"], [exercise.entry],
+                             60, found, reasons)
     assert not reasons
     return {who: values["gpu__time_duration.sum"] for who, values in found[exercise.id].items()}
+
+
+def test_each_named_segment_gives_its_exercise_its_launch(monkeypatch):
+    """Segments split by their recorded kernels: the measured launch is the exercise's first
+    (profile_skip 0) in its segment, whatever other kernels of ncu's filter come before."""
+    exercise = get("reduction.shared")
+    kernel = exercise.entry
+    launches = [launch("simple_sum_kernel", 9), launch(kernel, 1), launch(kernel, 2),
+                launch(kernel, 3)]
+    segments = [[exercise.id, "student", 0, ["simple_sum_kernel", kernel, kernel]],
+                [exercise.id, "reference", 0, [kernel]]]
+    assert read_segments(monkeypatch, exercise, segments, launches) == {"student": 1,
+                                                                        "reference": 3}
+
+
+def test_a_report_that_differs_from_the_record_is_profiled_again(monkeypatch):
+    """A report that does not hold the recorded launches gives no metric: its exercises are
+    returned to be profiled again (with the reason, should that fail too), except the one
+    the process crashed in, which keeps the crash as its reason."""
+    exercise, other = get("reduction.shared"), get("reduction.simple")
+    kernel = exercise.entry
+    events = [{"segment": [other.id, "student", 0, [other.entry]]},
+              {"segment": [exercise.id, "student", 0, [kernel]]}]
+    launches = [launch(other.entry), launch(kernel), launch(kernel)]  # one not recorded
+    monkeypatch.setattr("grader.profiling.ncu.check_output", lambda output, report, k: report)
+    monkeypatch.setattr("grader.profiling.read_metrics", lambda report, metrics: launches)
+    found, reasons = {}, {}
+    attempt = Attempt(events=events, output="", returncode=0, extra={"report": Path("r")})
+    unsplit = _read_attempt(attempt, [other, exercise], ["gpu__time_duration.sum"],
+                            [kernel, other.entry], 60, found, reasons)
+    assert unsplit == {other.id, exercise.id} and not found
+    assert "3 launches profiled, 2 recorded" in reasons[exercise.id]
+    crashed = Attempt(events=events, output="", returncode=-11, crashed=exercise.id,
+                      extra={"report": Path("r")})
+    found, reasons = {}, {}
+    assert _read_attempt(crashed, [other, exercise], ["gpu__time_duration.sum"],
+                         [kernel, other.entry], 60, found, reasons) == set()  # a prefix
+    assert found[other.id]["student"]["kernel"] == launches[0]["kernel"]
+    assert found[exercise.id]["student"] is launches[1]
+    launches[1:] = [launch("another_kernel")]  # the crashed segment's launch is not recorded
+    found, reasons = {}, {}
+    assert _read_attempt(crashed, [other, exercise], ["gpu__time_duration.sum"],
+                         [kernel, other.entry], 60, found, reasons) == {other.id}
+    assert reasons[exercise.id].startswith("the profiled process crashed")
 
 
 def test_each_segment_gives_its_exercise_its_first_launch_in_the_range(monkeypatch):
@@ -300,10 +401,11 @@ def test_a_profile_job_profiles_each_program_for_the_exercises_it_covers(tmp_pat
     assert profiled == [("reduction.simple", "ref"), ("reduction.shared", "ref"),
                         ("reduction.shared", "slow")]
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    # each segment with the launches of its kernels before the measured one (profile_skip)
+    # each segment with the launches of its kernels before the measured one (profile_skip),
+    # and the kernels it launched in the profiled range (none here: the segment is a stand-in)
     assert [e["segment"] for e in events if "segment" in e] == [
-        ["reduction.simple", "reference", 0], ["reduction.shared", "reference", 0],
-        ["reduction.shared", "slow", 0]]
+        ["reduction.simple", "reference", 0, []], ["reduction.shared", "reference", 0, []],
+        ["reduction.shared", "slow", 0, []]]
     assert runner.job_programs({"cells": [1], "reference_cells": [2]}) == [
         ("student", None, [1]), ("reference", None, [2])]
 
@@ -439,6 +541,63 @@ def test_a_crash_a_timeout_or_a_missing_launch_is_the_reason_given(monkeypatch):
     assert reasons[exercise.id] == f"ncu profiled no launch of ^({kernel})\\[ for the student"
 
 
+def test_a_report_that_cannot_be_split_is_profiled_again_with_marker_kernels(tmp_path,
+                                                                            monkeypatch):
+    """profile_programs: the exercises of a report that differs from the launches recorded
+    (here one launch no segment recorded) are profiled again, in a run whose segments open
+    with the marker kernel; those of a report that agrees keep what it measured. The marked
+    run's reports are numbered after the first run's."""
+    from grader import ncu, profiling
+
+    simple, shared = get("reduction.simple"), get("reduction.shared")
+    runs = [[[{"segment": [simple.id, "student", 0, [simple.entry]]}],  # two attempts
+             [{"segment": [shared.id, "student", 0, [shared.entry]]}]],
+            [[{"segment": [shared.id, "student", 0]}]]]  # the marked run
+    reports = {0: [launch(simple.entry, 1)], 1: [launch(shared.entry, 2), launch(shared.entry, 3)],
+               2: [launch(MARKER_KERNEL), launch(shared.entry, 4)]}
+    jobs, exports = [], []
+
+    def run_exercises(job, timeout, wrap, on_event, workdir):
+        jobs.append(job)
+        attempts = []
+        for k, events in enumerate(runs[len(jobs) - 1]):
+            command, extra = wrap(k, workdir / str(k))
+            exports.append(command[command.index("--export") + 1])
+            attempts.append(Attempt(events=events, output="", returncode=0, extra=extra))
+        return attempts
+
+    def read_metrics(report, metrics):
+        return reports[int(Path(report).parent.name)]
+
+    monkeypatch.setattr(profiling, "run_exercises", run_exercises)
+    monkeypatch.setattr(profiling, "read_metrics", read_metrics)
+    monkeypatch.setattr(ncu, "find_ncu", lambda: "/opt/ncu")
+    monkeypatch.setattr(ncu, "check_output", lambda output, report, kernels: report)
+
+    def profile():
+        jobs.clear()
+        exports.clear()
+        return profiling.profile_programs([simple, shared], [("student", None, [])], 60,
+                                          tmp_path)
+
+    found, reasons, attempts = profile()
+    assert [job["markers"] for job in jobs] == [False, True]
+    assert [job["exercise_ids"] for job in jobs] == [[simple.id, shared.id], [shared.id]]
+    assert jobs[0]["kernels"] == sorted([simple.entry, shared.entry])
+    assert jobs[1]["kernels"] == sorted([shared.entry, MARKER_KERNEL])
+    assert exports == [str(tmp_path / str(k) / profiling.REPORT) for k in range(3)]
+    assert len(attempts) == 3 and not reasons
+    assert found == {simple.id: {"student": reports[0][0]}, shared.id: {"student": reports[2][1]}}
+    runs[1] = [[]]  # a marked run that measured nothing: the first run's reason stays
+    found, reasons, attempts = profile()
+    assert shared.id not in found and simple.id in found
+    assert "2 launches profiled, 1 recorded" in reasons[shared.id]
+    reports[1] = reports[1][:1]  # a report that agrees: no marked run
+    found, reasons, attempts = profile()
+    assert [job["markers"] for job in jobs] == [False] and len(attempts) == 2
+    assert found[shared.id] == {"student": reports[1][0]} and not reasons
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 def run_cli(*args):
@@ -468,13 +627,33 @@ def test_cli_rejects_an_unknown_exercise():
 @pytest.mark.gpu
 @pytest.mark.gpu_alone
 @needs_ncu
-def test_one_ncu_run_profiles_every_exercise_of_a_notebook():
+@pytest.mark.parametrize("lesson,segments", [("02_reduction", "named"), ("03_softmax", "named"),
+                                             ("02_reduction", "marked")])
+def test_one_ncu_run_profiles_every_exercise_of_a_notebook(lesson, segments, monkeypatch):
+    """A solution notebook and its reference in one ncu run, the report split by the kernels
+    each segment recorded (lesson 03's dispatch launches through a prepared launch's own
+    driver call); and, where a report is not split (here made so), in the marked run."""
+    from grader import profiling, reference_profiles
     from grader.profiling import profile_notebook
 
-    notebook = load(REDUCTION)
+    monkeypatch.delenv(reference_profiles.CACHE_ENV, raising=False)
+    if segments == "marked":
+        split = profiling.split_report
+
+        def not_named(launches, events, complete=True):
+            if any(profiling.segment_kernels(event) is not None for event in events):
+                raise profiling.UnsplitReport("not split by name in this test")
+            return split(launches, events, complete)
+
+        monkeypatch.setattr(profiling, "split_report", not_named)
+    notebook = load(next((ROOT / "solutions" / lesson).glob("*.ipynb")))
     exercises = [e for e in map(get, notebook.exercise_ids()) if e.metric_rules]
     cells = [asdict(c) for c in notebook.program_for(exercises[-1].id)]
-    sections = profile_notebook(exercises, cells)
+    events = []
+    sections = profile_notebook(exercises, cells, on_event=events.append)
+    fields = [len(e["segment"]) for e in events if "segment" in e]
+    assert len(fields) == 2 * len(exercises) * (1 if segments == "named" else 2), fields
+    assert set(fields) == ({4} if segments == "named" else {3, 4}), fields
     for exercise in exercises:
         outcomes = sections[exercise.id]["rules"]
         assert [o["status"] for o in outcomes] == ["passed"] * len(outcomes), [

@@ -24,6 +24,7 @@ from grader.profiling import (
     metric_names,
     profiled_launch,
     segment_skip,
+    split_report,
     split_segments,
 )
 from grader.results import ExerciseResult
@@ -80,9 +81,8 @@ def test_slow_variant_was_correct_on_the_gpu(exercise_id):
 
 def lesson_reports() -> list[tuple[dict, dict]]:
     """``(lesson record, report entry)`` of every report a recorded run lists (each entry:
-    the report's file and the segment event of each of its segments: ``[exercise id, label]``
-    from a run whose warm-up launches were profiled, ``[exercise id, label, skip]`` after,
-    see grader.profiling.segment_skip)."""
+    the report's file and the segment event of each of its segments, which says how the
+    report is split: see grader.profiling.segment_skip)."""
     return [(record, entry) for record in RECORDS for entry in record.get("reports", ())
             if (FIXTURES / Path(entry["file"]).name).exists()]
 
@@ -106,12 +106,13 @@ def test_every_lesson_s_report_is_replayed():
 @pytest.mark.parametrize("record,entry", lesson_reports(),
                          ids=lambda value: value["file"] if "file" in value else "")
 def test_reader_matches_the_values_recorded_in_the_same_run(record, entry):
-    """Each segment of the report, split at its marker and read as the grader reads it,
-    gives the values the run recorded for that exercise and group."""
+    """Each segment of the report, split as its events say (at the markers, or by the kernels
+    recorded) and read as the grader reads it, gives the values the run recorded for that
+    exercise and group."""
     report = FIXTURES / Path(entry["file"]).name
     exercises = [get(e) for e in dict.fromkeys(segment[0] for segment in entry["segments"])]
     launches = ncu.read_metrics(report, metric_names(exercises))
-    segments = split_segments(launches)
+    segments = split_report(launches, entry["segments"])
     assert len(segments) == len(entry["segments"])
     for segment, part in zip(entry["segments"], segments):
         exercise_id, label = segment[:2]
