@@ -263,10 +263,36 @@ def _recording_numba_launch(launch, note):
     def recorded(self, *args, **kwargs):
         result = launch(self, *args, **kwargs)
         if in_profiled_range():
-            note(self.py_func.__name__)
+            note(kernel_name(self))
         return result
 
     return recorded
+
+
+def kernel_name(kernel) -> str:
+    """The Python name of a compiled numba kernel (``_Kernel``). One loaded from numba's disk
+    cache (:mod:`grader.kernel_cache`) has no ``py_func``: its name is the last part of the
+    nested name in its mangled entry point, ``_ZN<len><part>...<len><name>`` followed by
+    ``B`` (an ABI tag) or ``E``."""
+    py_func = getattr(kernel, "py_func", None)
+    if py_func is not None:
+        return py_func.__name__
+    return function_of_entry(kernel.entry_name)
+
+
+def function_of_entry(entry: str) -> str:
+    """The last name of an Itanium-mangled nested name (``_ZN8__main__6kernelB2v1E...`` ->
+    ``kernel``); ``entry`` itself if it is not one."""
+    if not entry.startswith("_ZN"):
+        return entry
+    at, last = 3, entry
+    while at < len(entry) and entry[at].isdigit():
+        end = at
+        while entry[end].isdigit():
+            end += 1
+        length = int(entry[at:end])
+        last, at = entry[end:end + length], end + length
+    return last
 
 
 def _recording_driver_launch(try_launch, note):

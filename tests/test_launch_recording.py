@@ -78,3 +78,30 @@ def test_numba_s_launch_path_is_recorded_inside_the_range_only():
                           env=env, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == "['measured_kernel', 'measured_kernel'] [1, 2, 3, 4, 5]"
+
+
+def test_a_kernel_loaded_from_numba_s_disk_cache_is_named_by_its_entry_point():
+    """A ``_Kernel`` that numba rebuilds from its disk cache (grader.kernel_cache) has no
+    ``py_func``: the recorder reads the name from the mangled entry point, which numba's own
+    mangler makes (here for a module-level kernel and for one defined in a notebook cell's
+    factory)."""
+    from types import SimpleNamespace
+
+    from numba import types
+    from numba.cuda import itanium_mangler
+
+    from grader.launch import function_of_entry, kernel_name
+
+    for qualified, name in (("__main__.convergent_sum_kernel", "convergent_sum_kernel"),
+                            ("<cell In[3]>.make_warp.<locals>.warp_kernel", "warp_kernel")):
+        entry = itanium_mangler.mangle(qualified, [types.float32[:], types.int64],
+                                       abi_tags=("v1", "cw51cXTLSUw"))
+        assert function_of_entry(entry) == name, entry
+        assert kernel_name(SimpleNamespace(entry_name=entry)) == name
+
+    def compiled_here(x):
+        pass
+
+    assert kernel_name(SimpleNamespace(py_func=compiled_here, entry_name="_ZN1a1bE")) == \
+        "compiled_here"
+    assert function_of_entry("plain_name") == "plain_name"
