@@ -74,7 +74,7 @@ class Exercise:
     On a GPU, ``metric_rules`` (see :mod:`grader.metric_rules`) are checked on
     a launch that ``profile(namespace)`` makes of the kernels named
     ``profile_kernels`` (default: ``entry``): its warm-up launches are made in
-    :func:`grader.launch.unprofiled`, outside ncu's profiled range, and the
+    :func:`grader.profiled_range.unprofiled`, outside ncu's profiled range, and the
     measured one is the launch of those kernels after ``profile_skip`` others
     inside the range (0: the first).
     """

@@ -248,9 +248,10 @@ def kernel_pattern(exercise) -> re.Pattern:
 # say how it is read, by their length:
 # * ``[exercise id, label]``: each segment opens with the marker kernel, and holds one warm-up
 #   launch of the exercise's kernels before the measured one (the warm-ups were inside ncu's
-#   profiled range then, before grader.launch.unprofiled: every exercise's profile_skip was 1,
-#   the default; none declared another). The reports under tests/fixtures/ncu/ and the
-#   records of benchmarks/results/*/metric_rules-*.json up to 2026-11-26 are such reports.
+#   profiled range then, before grader.profiled_range.unprofiled: every exercise's
+#   profile_skip was 1, the default; none declared another). The reports under
+#   tests/fixtures/ncu/ and the records of benchmarks/results/*/metric_rules-*.json up to
+#   2026-11-26 are such reports.
 # * ``[exercise id, label, skip]``: each segment opens with the marker kernel; ``skip``
 #   launches of the exercise's kernels come before the measured one (the marked run).
 # * ``[exercise id, label, skip, kernels]``: no marker; ``kernels`` are the names of the

@@ -6,8 +6,8 @@ and both used to be profiled for every notebook. ``grader batch`` points
 profiles an exercise's reference there stores its metrics, and later runs on the same GPU
 model read them instead of profiling the reference again (``0`` turns it off). The key
 covers everything the measurement depends on: the exercise, its metrics, profiled kernels
-and warm-up launches (how many, and how they are made: :data:`grader.launch.WARM_UPS`),
-how the report's segments are told apart (:data:`grader.launch.RECORDED_SEGMENTS`, or a
+and warm-up launches (how many, and how they are made: :data:`grader.profiled_range.WARM_UPS`),
+how the report's segments are told apart (:data:`grader.profiled_range.RECORDED_SEGMENTS`, or a
 marker kernel opening each), the reference program's source, the GPU (name and compute
 capability) and numba-cuda's version; anything else changed is a new key. Without the
 variable nothing is cached (``grader check`` profiles both in the same run).
@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from grader.launch import RECORDED_SEGMENTS, WARM_UPS
+from grader.profiled_range import RECORDED_SEGMENTS, WARM_UPS
 
 CACHE_ENV = "WORKBOOK_REFERENCE_PROFILES"
 

@@ -244,7 +244,7 @@ def _profile_segments(ready: list, job: dict, events: Events) -> None:
     it), by which the parent splits ncu's report; it comes after the segment. A job with
     ``markers`` (the parent's fallback) opens each segment with the marker kernel instead,
     and the event, of three fields, comes before it."""
-    from grader.launch import recorded_launches
+    from grader.profiled_range import recorded_launches
 
     marker = _marker_kernel() if job.get("markers") and ready else None
     for k, (exercise, label, namespace) in enumerate(ready):
@@ -282,7 +282,7 @@ def _stored_reference(exercise, program: Program, gpu: str, events: Events,
     :mod:`grader.reference_profiles`): then it is passed on, else its key is, for the
     parent to store what ncu measures."""
     from grader import reference_profiles
-    from grader.launch import MARKED_SEGMENTS, RECORDED_SEGMENTS
+    from grader.profiled_range import MARKED_SEGMENTS, RECORDED_SEGMENTS
     from grader.profiling import metric_names
 
     cells = program.cells[:program.checkpoint(exercise.id)]
@@ -378,10 +378,10 @@ def _profiled_segment(exercise, namespace: dict, marker=None) -> None:
     """The exercise's profiling launches (after the ``marker`` kernel, if given) inside ncu's
     profiled range (with ``--profile-from-start off`` only its launches are profiled); the
     warm-up launches of the profile function leave the range
-    (:func:`grader.launch.unprofiled`)."""
+    (:func:`grader.profiled_range.unprofiled`)."""
     from numba import cuda
 
-    from grader.launch import profiled_segment
+    from grader.profiled_range import profiled_segment
 
     with profiled_segment():
         if marker is not None:

@@ -15,6 +15,7 @@ from solution_cells import (
 
 import workbook
 from grader import launch as L
+from grader import profiled_range as R
 from grader.exercise import Case, Mismatch, check_exercise
 from grader.exercises import buggy_variants, ccl, slow_variant
 from grader.exercises import get as get_exercise
@@ -142,7 +143,7 @@ class _Recorder:
 
     def __getitem__(self, config):
         def launch(*args):
-            in_range = L.in_profiled_range()
+            in_range = R.in_profiled_range()
             self.kernel[config](*args)
             self.calls.append((config, [a.copy_to_host() if hasattr(a, "copy_to_host") else a
                                         for a in args], in_range))
@@ -155,7 +156,7 @@ def _profile_in_segment(monkeypatch, exercise, ns):
     cuda = L.cuda()
     monkeypatch.setattr(cuda, "profile_start", lambda: None, raising=False)
     monkeypatch.setattr(cuda, "profile_stop", lambda: None, raising=False)
-    with L.profiled_segment():
+    with R.profiled_segment():
         exercise.profile(ns)
 
 

@@ -1,7 +1,7 @@
-"""grader.launch.recorded_launches in gpu mode, without a GPU: every ``kernel[grid, block](...)``
-of numba-cuda goes through ``CUDADispatcher.call`` to ``_Kernel.launch``, where the recorder
-names the kernel, inside the profiled range only (the simulator's launch path and a prepared
-launch's driver call: tests/test_profile_warm_ups.py)."""
+"""grader.profiled_range.recorded_launches in gpu mode, without a GPU: every ``kernel[grid,
+block](...)`` of numba-cuda goes through ``CUDADispatcher.call`` to ``_Kernel.launch``, where
+the recorder names the kernel, inside the profiled range only (the simulator's launch path and a
+prepared launch's driver call: tests/test_profile_warm_ups.py)."""
 
 import os
 import subprocess
@@ -28,6 +28,7 @@ import workbook
 from numba.cuda.dispatcher import CUDADispatcher, _Kernel
 
 from grader import launch as L
+from grader import profiled_range as R
 
 assert workbook.MODE == "gpu" and not L.cuda().config.ENABLE_CUDASIM
 driver = []
@@ -56,15 +57,15 @@ def call(grid):
     CUDADispatcher.call(dispatcher, (1,), config)
 
 
-with L.recorded_launches() as names:
+with R.recorded_launches() as names:
     call(1)  # outside the range
-    L._Range.segment = True  # inside (grader.launch.profiled_segment, without the profiler)
+    R._Range.segment = True  # inside (grader.profiled_range.profiled_segment, without the profiler)
     call(2)
-    L._Range.paused = True  # a warm-up (grader.launch.unprofiled)
+    R._Range.paused = True  # a warm-up (grader.profiled_range.unprofiled)
     call(3)
-    L._Range.paused = False
+    R._Range.paused = False
     call(4)
-    L._Range.segment = False
+    R._Range.segment = False
 assert _Kernel.launch is launch  # the hook is gone
 call(5)
 print(names, driver)
@@ -90,7 +91,7 @@ def test_a_kernel_loaded_from_numba_s_disk_cache_is_named_by_its_entry_point():
     from numba import types
     from numba.cuda import itanium_mangler
 
-    from grader.launch import function_of_entry, kernel_name
+    from grader.profiled_range import function_of_entry, kernel_name
 
     for qualified, name in (("__main__.convergent_sum_kernel", "convergent_sum_kernel"),
                             ("<cell In[3]>.make_warp.<locals>.warp_kernel", "warp_kernel")):

@@ -2,7 +2,7 @@
 stops the range only inside a profiled segment, every profile function makes its warm-up
 there, and the launch measured now (``profile_skip`` launches into the range) is the one
 measured when the warm-ups were profiled too. The launches inside the range are recorded by
-name (``grader.launch.recorded_launches``), through numba's launch and a prepared launch's
+name (``grader.profiled_range.recorded_launches``), through numba's launch and a prepared launch's
 driver call alike, and a profile job's segment events carry them."""
 
 import ctypes
@@ -13,6 +13,7 @@ import pytest
 from solution_cells import namespace_with
 
 from grader import launch as L
+from grader import profiled_range as R
 from grader import runner
 from grader.exercises import LESSONS
 from grader.exercises.reduction import profiles as reduction_profiles
@@ -34,41 +35,41 @@ def range_calls(monkeypatch):
 
 
 def test_unprofiled_does_nothing_outside_a_profiled_segment(range_calls):
-    with L.unprofiled():
+    with R.unprofiled():
         range_calls.append("warm-up")
-        assert not L.in_profiled_range()
+        assert not R.in_profiled_range()
     assert range_calls == ["warm-up"]
 
 
 def test_unprofiled_leaves_the_range_of_a_profiled_segment_and_comes_back(range_calls):
-    with L.profiled_segment():
-        assert L.in_profiled_range()
-        with L.unprofiled():
-            assert not L.in_profiled_range()
-            with L.unprofiled():  # already outside: nothing more
+    with R.profiled_segment():
+        assert R.in_profiled_range()
+        with R.unprofiled():
+            assert not R.in_profiled_range()
+            with R.unprofiled():  # already outside: nothing more
                 range_calls.append("warm-up")
-        assert L.in_profiled_range()
+        assert R.in_profiled_range()
         range_calls.append("measured")
-    assert not L.in_profiled_range()
+    assert not R.in_profiled_range()
     assert range_calls == ["start", "sync", "stop", "warm-up", "sync", "start", "measured",
                            "stop"]
 
 
 def test_a_warm_up_that_raises_restarts_the_range_and_closes_the_segment(range_calls):
-    with pytest.raises(ValueError), L.profiled_segment(), L.unprofiled():
+    with pytest.raises(ValueError), R.profiled_segment(), R.unprofiled():
         raise ValueError("no kernel")
     assert range_calls == ["start", "sync", "stop", "start", "stop"]
-    assert not L.in_profiled_range()
-    with L.unprofiled():  # the segment is closed: nothing
+    assert not R.in_profiled_range()
+    with R.unprofiled():  # the segment is closed: nothing
         pass
     assert range_calls[-1] == "stop" and len(range_calls) == 5
 
 
 def test_the_runner_s_profiled_segment_leaves_the_range_for_the_warm_up(range_calls):
     def profile(ns):
-        with L.unprofiled():
-            range_calls.append(("warm-up", L.in_profiled_range()))
-        range_calls.append(("measured", L.in_profiled_range()))
+        with R.unprofiled():
+            range_calls.append(("warm-up", R.in_profiled_range()))
+        range_calls.append(("measured", R.in_profiled_range()))
 
     runner._profiled_segment(SimpleNamespace(profile=profile), {})
     assert range_calls == ["start", "sync", "stop", ("warm-up", False), "sync", "start",
@@ -77,7 +78,7 @@ def test_the_runner_s_profiled_segment_leaves_the_range_for_the_warm_up(range_ca
 
     class Marker:
         def __getitem__(self, configuration):
-            return lambda *args: range_calls.append(("marker", L.in_profiled_range()))
+            return lambda *args: range_calls.append(("marker", R.in_profiled_range()))
 
     runner._profiled_segment(SimpleNamespace(profile=profile), {}, Marker())
     assert range_calls == ["start", ("marker", True), "sync", "stop", ("warm-up", False),
@@ -102,7 +103,7 @@ def recorded_launches(monkeypatch, range_calls):
             return kernel.fn(*args)
         grid, block = kernel.grid_dim, kernel.block_dim
         threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-        launches.append((kernel.__name__, threads, L.in_profiled_range()))
+        launches.append((kernel.__name__, threads, R.in_profiled_range()))
 
     monkeypatch.setattr(FakeCUDAKernel, "__call__", record)
     monkeypatch.setattr(reduction_profiles, "_sms", lambda: H100_SMS)
@@ -128,7 +129,7 @@ def driver_launches(monkeypatch, recorded_launches):
                                take=lambda value: True)
 
     def cu_launch_kernel(handle, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        recorded_launches.append((handle, gx * gy * gz * bx * by * bz, L.in_profiled_range(),
+        recorded_launches.append((handle, gx * gy * gz * bx * by * bz, R.in_profiled_range(),
                                   "driver"))
         return (0,)
 
@@ -145,7 +146,7 @@ def driver_launches(monkeypatch, recorded_launches):
 def test_the_warm_ups_are_unprofiled_and_the_same_launch_is_measured(exercise,
                                                                      recorded_launches):
     ns = namespace_with(exercise.lesson, exercise.id)
-    with L.profiled_segment():
+    with R.profiled_segment():
         exercise.profile(ns)
     matching = [launch for launch in recorded_launches
                 if launch[0] in profiled_kernels(exercise)]
@@ -178,7 +179,7 @@ def test_a_reference_profile_cached_with_the_warm_ups_profiled_is_not_reused(mon
         return reference_profiles.profile_key(exercise, ["m.sum"], cells, "GPU cc9.0")
 
     today = key()
-    assert reference_profiles.WARM_UPS == L.WARM_UPS == "unprofiled"
+    assert reference_profiles.WARM_UPS == R.WARM_UPS == "unprofiled"
     monkeypatch.setattr(reference_profiles, "WARM_UPS", "profiled")
     assert key() != today
 
@@ -195,7 +196,7 @@ def test_a_reference_profile_is_cached_under_the_way_its_segments_are_told_apart
     def key(*segments):
         return reference_profiles.profile_key(exercise, ["m.sum"], cells, "GPU cc9.0", *segments)
 
-    assert key() == key(L.RECORDED_SEGMENTS) != key(L.MARKED_SEGMENTS)
+    assert key() == key(R.RECORDED_SEGMENTS) != key(R.MARKED_SEGMENTS)
     monkeypatch.setenv(reference_profiles.CACHE_ENV, str(tmp_path))
     monkeypatch.setattr(reference_profiles, "gpu_identity", lambda: "GPU cc9.0")
     offered = []
@@ -206,7 +207,7 @@ def test_a_reference_profile_is_cached_under_the_way_its_segments_are_told_apart
     metrics = sorted({rule.metric for rule in exercise.metric_rules})
     assert offered == [reference_profiles.profile_key(exercise, metrics, cells, "GPU cc9.0",
                                                       segments)
-                       for segments in (L.RECORDED_SEGMENTS, L.MARKED_SEGMENTS)]
+                       for segments in (R.RECORDED_SEGMENTS, R.MARKED_SEGMENTS)]
 
 
 @pytest.mark.sim_only
@@ -223,7 +224,7 @@ def test_the_launches_in_the_range_are_recorded_by_name(exercise, path, request)
     launches = request.getfixturevalue("driver_launches" if path == "driver"
                                        else "recorded_launches")
     ns = namespace_with(exercise.lesson, exercise.id)
-    with L.profiled_segment(), L.recorded_launches() as names:
+    with R.profiled_segment(), R.recorded_launches() as names:
         exercise.profile(ns)
     assert names == [launch[0] for launch in launches if launch[2]], launches
     kernels = profiled_names(names, ncu_kernels(LESSONS[exercise.lesson]))
@@ -236,7 +237,7 @@ def test_softmax_gpu_launches_through_the_driver_in_the_range(driver_launches):
     """The driver variant above is no copy of the numba one: lesson 03's softmax_gpu makes
     its measured launch through a prepared launch's driver call."""
     (exercise,) = [e for e in PROFILED if e.id == "softmax.dispatch"]
-    with L.profiled_segment(), L.recorded_launches() as names:
+    with R.profiled_segment(), R.recorded_launches() as names:
         exercise.profile(namespace_with(exercise.lesson, exercise.id))
     inside = [launch for launch in driver_launches if launch[2]]
     assert inside and all(launch[3:] == ("driver",) for launch in inside), driver_launches
@@ -256,7 +257,7 @@ def test_the_recorder_leaves_no_hook_behind():
 
         name = "launch"
     before = getattr(numba_path, name), _DriverLaunch.try_launch
-    with pytest.raises(ValueError), L.recorded_launches():
+    with pytest.raises(ValueError), R.recorded_launches():
         assert getattr(numba_path, name) is not before[0]
         assert _DriverLaunch.try_launch is not before[1]
         raise ValueError("a segment that raised")
@@ -293,7 +294,7 @@ def job_exercise(exercise_id: str, profile_skip: int = 0):
 
     def profile(ns):
         out = L.cuda().to_device(np.zeros(1, np.float32))
-        with L.unprofiled():
+        with R.unprofiled():
             ns["measured_kernel"][1, 1](out)
         ns["measured_kernel"][1, 1](out)
         ns["helper_kernel"][1, 1](out)
@@ -348,7 +349,7 @@ def test_a_marked_profile_job_opens_each_segment_with_the_marker(tmp_path, monke
 
     def record(kernel, *args):
         if not kernel._device:
-            launched.append((kernel.__name__, L.in_profiled_range()))
+            launched.append((kernel.__name__, R.in_profiled_range()))
         return call(kernel, *args)
 
     monkeypatch.setattr(FakeCUDAKernel, "__call__", record)

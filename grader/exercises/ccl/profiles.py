@@ -1,8 +1,9 @@
 """The launches that ncu profiles for the metric rules (GPU only), one per exercise with rules.
 
 Each runs the student's code twice: first on a tiny input, a warm-up outside ncu's profiled
-range (:func:`grader.launch.unprofiled`), then on a GPU-sized input, whose first launch of the
-exercise's profiled kernel is compared with the reference solution's, profiled in the same run.
+range (:func:`grader.profiled_range.unprofiled`), then on a GPU-sized input, whose first launch
+of the exercise's profiled kernel is compared with the reference solution's, profiled in the
+same run.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader import launch as L
+from grader import profiled_range as R
 from grader.exercise import Case
 from grader.exercises.ccl.images import random_image
 from grader.exercises.ccl.inputs import make_scan
@@ -42,7 +44,7 @@ def profile_stats_block(ns):
         grid = (L.blocks_for(w, tile), L.blocks_for(h, tile))
         L.launch(kernel, grid, threads, d_labels, h, w, *(out[name] for name in STAT_NAMES))
 
-    with L.unprofiled():  # a warm-up
+    with R.unprofiled():  # a warm-up
         run(tile, tile)
     run(*shape)
 
@@ -64,7 +66,7 @@ def profile_block_init(ns):
         L.launch(ns["uf_compress_kernel"], L.blocks_for(cells, threads), threads, forest, roots,
                  cells)
 
-    with L.unprofiled():  # a warm-up on 8 x 8 pixels
+    with R.unprofiled():  # a warm-up on 8 x 8 pixels
         run(8, 8)
     run(*shape)  # the profiled compress
 
@@ -79,7 +81,7 @@ def profile_union_find(ns):
         labels = L.cuda().device_array(h * w, np.int32)
         ns["union_find_label"](device_image(image[:h, :w]), labels, h, w, connectivity)
 
-    with L.unprofiled():  # a warm-up on 8 x 8 pixels
+    with R.unprofiled():  # a warm-up on 8 x 8 pixels
         run(8, 8)
     run(*shape)  # its merge is profiled
 
@@ -90,7 +92,7 @@ def profile_scan(ns):
     def run(size):
         ns["exclusive_scan"](L.cuda().to_device(x[:size]), L.cuda().device_array(size, np.int32))
 
-    with L.unprofiled():  # a warm-up on one tile
+    with R.unprofiled():  # a warm-up on one tile
         run(1)
     run(x.size)  # its first block scan, over the whole array, is profiled
 
@@ -103,6 +105,6 @@ def profile_compaction(ns):
         ns["compact_labels"](L.cuda().to_device(roots[:size]),
                              L.cuda().device_array(size, np.int32))
 
-    with L.unprofiled():  # a warm-up: a root is its blob's first pixel, roots[:8] is valid input
+    with R.unprofiled():  # a warm-up: a root is its blob's first pixel, roots[:8] is valid input
         run(8)
     run(roots.size)

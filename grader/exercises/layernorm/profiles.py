@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader import launch as L
+from grader import profiled_range as R
 from grader.exercises.layernorm.buffers import device_args
 from grader.exercises.layernorm.cases import NormCase
 from grader.exercises.layernorm.runs import launch_with_shared, warp_kernel
@@ -33,7 +34,7 @@ def _host_inputs(shape, dtype=np.float32):
 def profile_warp(ns):
     kernel = warp_kernel(ns["make_warp_layernorm"], 32, 32, 1)
     small = device_args(_profile_inputs((64, 1000)))
-    with L.unprofiled():  # a warm-up
+    with R.unprofiled():  # a warm-up
         L.launch(kernel, 4, 128, *small)
     args = device_args(_profile_inputs(WARP_SHAPE))
     L.launch(kernel, WARP_SHAPE[0] // 4, 128, *args)
@@ -44,7 +45,7 @@ def profile_block(entry, block, shared):
     def profile(ns):
         kernel = ns[entry]
         small = device_args(_profile_inputs((8, 2000)))
-        with L.unprofiled():  # a warm-up
+        with R.unprofiled():  # a warm-up
             launch_with_shared(kernel, 8, block, 4 * 2000 if shared else 0, *small)
         args = device_args(_profile_inputs(BLOCK_SHAPE))
         launch_with_shared(kernel, BLOCK_SHAPE[0], block,
@@ -66,7 +67,7 @@ def profile_dispatch(ns):
     def run(shape):
         ns["layer_norm"](cuda.to_device(_dispatch_input(shape)))
 
-    with L.unprofiled():
+    with R.unprofiled():
         run((64, DISPATCH_SHAPE[1]))
     run(DISPATCH_SHAPE)
     cuda.synchronize()

@@ -6,7 +6,7 @@ import numpy as np
 
 from grader.exercises.ldmatrix.inputs import distinct_matrix
 from grader.exercises.ldmatrix.launches import device, launch, zeros
-from grader.launch import unprofiled
+from grader.profiled_range import unprofiled
 
 
 def profile_swizzle(ns):

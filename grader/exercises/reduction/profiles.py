@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader import launch as L
+from grader import profiled_range as R
 from grader.exercises.reduction.cases import THREADS
 from grader.exercises.reduction.runs import NO_INDEX, kernel_for
 
@@ -27,7 +28,7 @@ def single_block(entry: str):
     def profile(ns):
         x = _profile_input(2048)
         out = L.output(1, 0, np.float32)
-        with L.unprofiled():
+        with R.unprofiled():
             L.launch(ns[entry], 1, 32, L.cuda().to_device(x[:64]), out)
         L.launch(ns[entry], 1, 1024, L.cuda().to_device(x), out)
 
@@ -41,7 +42,7 @@ def multi_block(entry: str, per_block=None):
         x = _profile_input(PROFILE_N)
         out = L.output(1, 0, np.float32)
         kernel, tpb = ns[entry], THREADS["gpu"]
-        with L.unprofiled():  # a warm-up
+        with R.unprofiled():  # a warm-up
             L.launch(kernel, 1, tpb, L.cuda().to_device(x[:1000]), out, 1000)
         grid = L.blocks_for(x.size, per_block(ns, tpb)) if per_block else 8 * _sms()
         L.launch(kernel, grid, tpb, L.cuda().to_device(x), out, x.size)
@@ -60,6 +61,6 @@ def generic_sum(ns):
         L.launch(kernel, grid, tpb, L.cuda().to_device(data), part_i, data.size, False,
                  np.float32(0), NO_INDEX, part_v, part_i)
 
-    with L.unprofiled():  # a warm-up
+    with R.unprofiled():  # a warm-up
         run(x[:1000])
     run(x)

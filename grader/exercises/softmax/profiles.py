@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader import launch as L
+from grader import profiled_range as R
 from grader.exercises.softmax.plans import warp_config
 from grader.exercises.softmax.runs import kernel_for, launch_kernel, quiet_numpy
 
@@ -36,7 +37,7 @@ def profile_warp(ns):
                         (np.dtype(np.float32), pack, per_thread, width, rows_per_thread, False))
     x, y = _data(rows, cols)
     rows_per_block = 128 // width * rows_per_thread
-    with L.unprofiled():  # a warm-up
+    with R.unprofiled():  # a warm-up
         kernel[1, 128](x[:8], y[:8])
     kernel[L.blocks_for(rows, rows_per_block), 128](x, y)
 
@@ -47,7 +48,7 @@ def profile_block(entry, cached, shape_, threads):
         kernel = kernel_for(ns[entry], (np.dtype(np.float32), 4, False))
         x, y = _data(rows, cols)
         shared = 4 * cols if cached else 0
-        with L.unprofiled():  # a warm-up
+        with R.unprofiled():  # a warm-up
             launch_kernel(kernel, 2, threads, shared, x[:2], y[:2])
         launch_kernel(kernel, rows, threads, shared, x, y)
 
@@ -62,7 +63,7 @@ def profile_dispatch(ns):
         with quiet_numpy():
             ns["softmax_gpu"](x, y)
 
-    with L.unprofiled():
+    with R.unprofiled():
         run(64)
     run(DISPATCH_PROFILE[0])
     L.cuda().synchronize()
