@@ -581,6 +581,7 @@ def test_a_report_that_cannot_be_split_is_profiled_again_with_marker_kernels(tmp
                                           tmp_path)
 
     found, reasons, attempts = profile()
+    assert profiling.marked_exercises(attempts) == {shared.id}
     assert [job["markers"] for job in jobs] == [False, True]
     assert [job["exercise_ids"] for job in jobs] == [[simple.id, shared.id], [shared.id]]
     assert jobs[0]["kernels"] == sorted([simple.entry, shared.entry])
@@ -596,6 +597,35 @@ def test_a_report_that_cannot_be_split_is_profiled_again_with_marker_kernels(tmp
     found, reasons, attempts = profile()
     assert [job["markers"] for job in jobs] == [False] and len(attempts) == 2
     assert found[shared.id] == {"student": reports[1][0]} and not reasons
+    assert profiling.marked_exercises(attempts) == set()
+
+
+def test_an_exercise_profiled_again_says_so_in_its_result(monkeypatch):
+    """The fallback costs a second ncu run: the exercises it measured carry a note, which the
+    result's messages show (a batch that grades slower than it should says why)."""
+    from grader import profiling
+
+    simple, shared = get("reduction.simple"), get("reduction.shared")
+    metrics = {r.metric: 1.0 for ex in (simple, shared) for r in ex.metric_rules}
+    runs = {"student": metrics, "reference": metrics}
+    attempts = [Attempt(events=[{"segment": [simple.id, "student", 0, [simple.entry]]},
+                                {"segment": [shared.id, "student", 0, []]}],
+                        output="", returncode=0),
+                Attempt(events=[{"segment": [shared.id, "student", 0]},
+                                {"segment": [shared.id, "reference", 0]}],
+                        output="", returncode=0)]
+    monkeypatch.setattr(profiling, "profile_programs",
+                        lambda *args, **kwargs: ({simple.id: runs, shared.id: runs}, {},
+                                                 attempts))
+    sections = profiling.profile_notebook([simple, shared], [], 60)
+    assert "note" not in sections[simple.id]
+    assert sections[shared.id]["note"] == profiling.PROFILED_AGAIN
+    for exercise, expected in ((simple, False), (shared, True)):
+        result = ExerciseResult(id=exercise.id, title=exercise.title, status=PASSED,
+                                score=exercise.points, max_score=exercise.points)
+        profiling.apply_metrics(result, exercise, sections[exercise.id])
+        assert (profiling.PROFILED_AGAIN in result.messages) is expected
+        assert result.status == PASSED
 
 
 # --- the command line ---------------------------------------------------------------------------
