@@ -1,0 +1,41 @@
+"""Modules that a grading process imports only when a cell uses them.
+
+Every grading process (:mod:`grader.runner`: the check, each compute-sanitizer tool, the
+simulator pass, the profile stage) runs the notebook's first cell, and that cell imports
+``matplotlib.pyplot`` for the lesson's plots, which grading never draws. ``import
+matplotlib.pyplot as plt`` then binds a lazy module (:class:`importlib.util.LazyLoader`): pyplot
+and the modules it pulls in (figures, backends, fonts) load at the first use of ``plt.<name>``,
+and not at all in a process that never plots. ``matplotlib`` itself still loads (a submodule's
+import needs its package).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+
+LAZY = frozenset({"matplotlib.pyplot"})
+
+
+class LazyFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules of :data:`LAZY` as the other finders do, with a lazy loader."""
+
+    def find_spec(self, name, path, target=None):
+        if name not in LAZY:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = importlib.util.LazyLoader(spec.loader)
+                return spec
+        return None
+
+
+def install() -> None:
+    """Make this process's later imports of :data:`LAZY` lazy (once)."""
+    if not any(isinstance(finder, LazyFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, LazyFinder())
