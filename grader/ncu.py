@@ -39,9 +39,12 @@ def kernel_regex(*names: str) -> str:
     return "regex:" + kernel_pattern(*names)
 
 
-def profiled_names(launched: list[str], kernels: list[str]) -> list[str]:
+def profiled_names(launched: list[str], kernels: list[str] | None) -> list[str]:
     """The names in ``launched`` (kernels' Python names, in launch order) of the kernels that
-    ncu's filter for ``kernels`` profiles: those whose ``name[`` its expression matches."""
+    ncu's filter for ``kernels`` profiles: those whose ``name[`` its expression matches (all
+    of them without a filter)."""
+    if kernels is None:
+        return list(launched)
     pattern = re.compile(kernel_pattern(*kernels))
     return [name for name in launched if pattern.match(name + "[")]
 

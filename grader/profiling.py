@@ -255,7 +255,7 @@ def _read_attempt(attempt, exercises, metrics, kernels, timeout, found,
 
 def kernel_pattern(exercise) -> re.Pattern:
     """The names ncu gives the exercise's profiled kernels (numba's ``name[abi...]``)."""
-    return re.compile(r"^(" + "|".join(profiled_kernels(exercise)) + r")\[")
+    return re.compile(ncu.kernel_pattern(*profiled_kernels(exercise)))
 
 
 # A report's segment events (kept with the report in benchmarks/results/*/metric_rules-*.json)

@@ -44,7 +44,8 @@ def gpu_identity() -> str:
 def profile_key(exercise, metrics: list[str], cells: list[dict], gpu: str,
                 segments: str = RECORDED_SEGMENTS) -> str:
     """The cache key of ``exercise``'s reference profile taken from ``cells`` on ``gpu``, in
-    a run whose report's ``segments`` are told apart as it says (:mod:`grader.launch`)."""
+    a run whose report's ``segments`` are told apart as it says
+    (:mod:`grader.profiled_range`)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

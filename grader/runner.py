@@ -244,6 +244,7 @@ def _profile_segments(ready: list, job: dict, events: Events) -> None:
     it), by which the parent splits ncu's report; it comes after the segment. A job with
     ``markers`` (the parent's fallback) opens each segment with the marker kernel instead,
     and the event, of three fields, comes before it."""
+    from grader.ncu import profiled_names
     from grader.profiled_range import recorded_launches
 
     marker = _marker_kernel() if job.get("markers") and ready else None
@@ -266,14 +267,6 @@ def _profile_segments(ready: list, job: dict, events: Events) -> None:
             events.emit(segment=[*segment, profiled_names(launched, job.get("kernels"))])
         if failure is not None:
             events.emit(failed=[exercise.id, label], why=failure)
-
-
-def profiled_names(launched: list[str], kernels: list[str] | None) -> list[str]:
-    """The names of ``launched`` that ncu profiles with its filter for ``kernels`` (all of
-    them without a filter)."""
-    from grader.ncu import profiled_names as filtered
-
-    return list(launched) if kernels is None else filtered(launched, kernels)
 
 
 def _stored_reference(exercise, program: Program, gpu: str, events: Events,
