@@ -63,18 +63,22 @@ def _phase_of_one(proc: psutil.Process, mode: str) -> str | None:
 
 
 def phase_of(proc: psutil.Process, mode: str, root_pid: int) -> str:
-    """The grading phase a descendant of ``root_pid`` works for: the first phase that it or
-    an ancestor shows (a compute-sanitizer's python child belongs to that tool)."""
+    """The grading phase a descendant of ``root_pid`` works for. A process under a tool
+    (compute-sanitizer, ncu) belongs to that tool's phase, whatever it runs itself (the
+    grading runner a tool starts is that tool's work, not the check's); otherwise the
+    first phase that it or an ancestor shows."""
+    first = None
     current: psutil.Process | None = proc
     while current is not None and current.pid != root_pid:
         try:
             phase = _phase_of_one(current, mode)
         except (psutil.Error, OSError):
             phase = None
-        if phase is not None:
+        if phase in (*TOOLS, "profile"):
             return phase
+        first = first or phase
         current = current.parent()
-    return "other"
+    return first or "other"
 
 
 class ProcessSampler:

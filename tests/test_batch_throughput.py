@@ -29,7 +29,8 @@ def executable(path: Path, text: str) -> Path:
 
 def test_cpu_time_is_filed_under_the_phase_it_works_for(tmp_path):
     """A grading process (grader.runner in its command line) is the check, or in gpu mode
-    with WORKBOOK_MODE=sim the simulator pass; a compute-sanitizer's child is that tool."""
+    with WORKBOOK_MODE=sim the simulator pass; a compute-sanitizer's child is that tool,
+    although it is a grading runner too (the runner a tool starts is the tool's work)."""
     runner = BURN.format(seconds=0.6) + "  # grader.runner"
     # a stand-in named compute-sanitizer (argv[0], as the real binary shows it) whose python
     # child burns CPU: called as compute-sanitizer --tool TOOL --print-limit 20 CODE
@@ -44,7 +45,7 @@ exec -a compute-sanitizer /bin/bash -c '"$0" -c "$1"; exit $?' {sys.executable} 
             subprocess.Popen([sys.executable, "-c", runner],
                              env=dict(os.environ, WORKBOOK_MODE="sim")),
             subprocess.Popen([str(sanitizer), "--tool", "racecheck", "--print-limit", "20",
-                              BURN.format(seconds=0.6)]),
+                              runner], env=dict(os.environ, WORKBOOK_MODE="gpu")),
         ]
         for proc in procs:
             assert proc.wait(timeout=60) == 0
