@@ -22,6 +22,13 @@ workers than 16 / 4.7 keep the cores busy: 16 cores / 2.5 = 6 workers, the best 
 measured. ``--workers`` overrides the rule; ``benchmarks/batch_throughput.py
 --compare-workers`` measures the default against other counts.
 
+Profiling is serialised per GPU, not per machine. Nsight Compute lets one process at a
+time profile: it takes a lock file in ``$TMPDIR`` (``nsight-compute-lock``) from a
+process's first profiled launch until it exits. With one ``/tmp`` for all, the ncu runs of
+every GPU wait for each other, although each GPU's counters are its own. So each worker's
+``TMPDIR`` is a folder of its GPU (:func:`gpu_temp_dir`): workers that share a GPU share
+its lock, workers on different GPUs profile at the same time.
+
 The memory budgets are allowances, not measurements: four CUDA processes with their
 test buffers and compute-sanitizer's own allocations per worker; six Python processes
 with numba loaded. They decide only on machines with little memory per core.
@@ -33,7 +40,9 @@ import ctypes
 import logging
 import os
 import signal
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -112,13 +121,23 @@ def default_workers(mode: str, machine: Machine) -> list[int]:
     return per_gpu
 
 
+def gpu_temp_dir(device: str) -> Path:
+    """The temporary folder of the workers on GPU ``device`` (created): ncu's lock file
+    lives there, so that ncu runs on different GPUs do not wait for each other."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in device)
+    folder = Path(tempfile.gettempdir()) / f"workbook-{os.getuid()}-gpu-{safe}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
 def local_worker_env(mode: str, workers: int | None,
                      machine: Machine | None = None) -> list[dict[str, str]]:
     """One environment per worker of the local cluster: ``workers`` of them, or as many as
     :func:`default_workers` gives. In gpu mode each worker sees one GPU
     (``CUDA_VISIBLE_DEVICES``, set before the worker process starts), the GPUs taken in
-    turn; ``WORKBOOK_GRADER_PROCESSES`` (processes per phase) is one per six of the
-    worker's cores, at most three, unless set."""
+    turn, and its GPU's temporary folder (``TMPDIR``, :func:`gpu_temp_dir`);
+    ``WORKBOOK_GRADER_PROCESSES`` (processes per phase) is one per six of the worker's
+    cores, at most three, unless set."""
     machine = machine or Machine.detect(mode)
     inherited = os.environ.get(PROCESSES_ENV)
     if mode == "gpu":
@@ -131,7 +150,8 @@ def local_worker_env(mode: str, workers: int | None,
                      if k < n]
         cores = max(1, machine.cores // len(order))
         processes = inherited or str(max(1, min(3, cores // 6)))  # grader.grade's default
-        return [{"WORKBOOK_MODE": "gpu", "CUDA_VISIBLE_DEVICES": device,
+        temp = {device: str(gpu_temp_dir(device)) for device in dict.fromkeys(order)}
+        return [{"WORKBOOK_MODE": "gpu", "CUDA_VISIBLE_DEVICES": device, "TMPDIR": temp[device],
                  PROCESSES_ENV: processes} for device in order]
     count = workers or default_workers(mode, machine)[0]
     return [{"WORKBOOK_MODE": "sim", "NUMBA_ENABLE_CUDASIM": "1", PROCESSES_ENV: inherited or "1"}

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -503,13 +504,20 @@ def test_default_workers_follow_the_sizing_rule(machine, mode, expected):
     assert default_workers(mode, machine) == expected
 
 
-def test_local_cluster_workers_per_gpu_and_core(monkeypatch):
+def test_local_cluster_workers_per_gpu_and_core(monkeypatch, tmp_path):
     monkeypatch.delenv(PROCESSES_ENV, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     two = Machine(32, 256 * GiB, (("3", 80 * GiB), ("5", 80 * GiB)))
     envs = local_worker_env("gpu", None, two)
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["3", "5"] * 6  # the GPUs in turn
     assert {e["WORKBOOK_MODE"] for e in envs} == {"gpu"}
     assert {e[PROCESSES_ENV] for e in envs} == {"1"}  # 32 cores / 12 workers: under 6 each
+    # ncu's lock file lives in TMPDIR: one folder per GPU, shared by that GPU's workers
+    folders = {d: {e["TMPDIR"] for e in envs if e["CUDA_VISIBLE_DEVICES"] == d} for d in "35"}
+    assert all(len(f) == 1 for f in folders.values()), folders
+    assert folders["3"] != folders["5"]
+    for (folder,) in folders.values():
+        assert Path(folder).is_dir() and Path(folder).parent == tmp_path
     assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", 3, two)] == ["3", "5",
                                                                                    "3"]
     one = Machine(16, 128 * GiB, (("0", 80 * GiB),))
