@@ -541,13 +541,16 @@ def example_namespace(after: str = "", old: str = "", new: str = "") -> dict:
     """The solution's setup, exercise and example cells executed, as the benchmarks run them;
     in the example cell, the first ``old`` after the text ``after`` becomes ``new``."""
     namespace: dict = {"__name__": "__main__"}
+    mutated = 0
     for cell in solution_notebook(LESSON).definitions():
         source = cell.source
-        if cell.role == "example" and old:
+        if cell.role == "example" and old and after in source:
             start = source.index(after)
             assert old in source[start:], f"mutation {old!r} not found after {after!r}"
             source = source[:start] + source[start:].replace(old, new, 1)
+            mutated += 1
         exec_cell({"index": cell.index, "source": source}, namespace)
+    assert mutated == (1 if old else 0), f"{after!r} is in {mutated} example cells"
     return namespace
 
 
@@ -589,6 +592,17 @@ def snake_image(shape) -> np.ndarray:
     return image
 
 
+def holes_image(shape) -> np.ndarray:
+    """Foreground but for a few empty 2x2 blocks: under 8-connectivity one blob, whose warps
+    of the fused statistics hold empty blocks beside it; under 4, the holes' corners too."""
+    image = np.ones(shape, np.uint8)
+    for y in range(2, shape[0] - 1, 6):
+        for x in range(4, shape[1] - 1, 10):
+            image[y:y + 2, x:x + 2] = 0
+    image[1, 1] = image[0, 2] = 0
+    return image
+
+
 def tile_images(tile) -> dict:
     """Images across the tiles of the block labelling, by name; ``tile`` = (x, y) pixels."""
     tw, th = tile
@@ -608,6 +622,8 @@ def tile_images(tile) -> dict:
         "single row": images.random_image(rng, (1, 3 * tw + 1), 0.6),
         "single column": images.random_image(rng, (3 * th + 1, 1), 0.6),
         "full": np.ones((th + 1, 2 * tw - 1), np.uint8),
+        "full with holes": holes_image((2 * th + 1, 2 * tw + 3)),
+        "checkerboard": images.checker_image((th + 3, 2 * tw + 1)),
         "empty": np.zeros((th - 1, tw + 1), np.uint8),
         "one pixel": np.ones((1, 1), np.uint8),
     })
@@ -663,20 +679,30 @@ def test_blocks_are_the_default_and_unknown_labellings_are_refused(example_ns):
 
 
 def test_phases_can_be_repeated(example_ns):
-    """The benchmarks time each phase alone, again and again: relabel after relabel and
-    label after relabel (which overwrote the forest kept in the labels) give the same."""
+    """The benchmarks time each phase alone, again and again: number after number, write
+    after write, and label after write (which overwrote the forest kept in the labels) give
+    the same; the labels alone (write_labels) are scipy's too."""
     from numba import cuda
 
     image = images.random_image(np.random.default_rng(5), (13, 21), 0.6)
     want, count = ccl.scipy_labels(image, 8)
+    stats = ccl.stats_reference(want, count)
     d_image = cuda.to_device(image.reshape(-1))
-    analysis = example_ns["BlobAnalysis"](13, 21)
-    analysis.label(d_image, 8)
-    assert analysis.relabel() == count
-    assert analysis.relabel() == count
-    analysis.label(d_image, 8)
-    assert analysis.relabel() == count
-    np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(13, 21), want)
+    for labelling in ("blocks", "pixels"):
+        analysis = example_ns["BlobAnalysis"](13, 21, labelling)
+        analysis.label(d_image, 8)
+        assert analysis.number() == count, labelling
+        assert analysis.number() == count, labelling
+        analysis.write_labels()
+        np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(13, 21), want)
+        analysis.label(d_image, 8)
+        assert analysis.number() == count, labelling
+        for _ in range(2):
+            analysis.write(count)
+            np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(13, 21), want)
+            for field in references.STAT_NAMES:
+                np.testing.assert_array_equal(analysis.stats[field].copy_to_host()[:count],
+                                              stats[field], err_msg=f"{labelling}: {field}")
 
 
 # odd sides, and cells for two levels of scan (SCAN_TILE is 256 in the simulator, 4096 on a GPU)
@@ -771,16 +797,30 @@ def test_a_run_prepares_its_launches_once_and_reads_back_once(example_ns, monkey
         monkeypatch.setattr(device_array, f"_real_{method}", getattr(device_array, method),
                             raising=False)
         monkeypatch.setattr(device_array, method, counting(method))
-    label_launches = 5 if labelling == "blocks" else 6
-    scans = 2 * len(analysis.levels) - 1  # a block scan per level, add_offsets below the top
+    ns = example_ns
+    if labelling == "blocks":  # the fused launches, the scan of the tiles' counts, the write
+        label = [ns["block_init_compress_kernel"], ns["block_merge_kernel"],
+                 ns["resolve_rank_kernel"]]
+        number = [ns["block_scan_kernel"]] * (len(analysis.levels) - 1)  # one level: none
+        write, stats = [ns["block_write_stats_kernel"]], [ns["init_stats_kernel"]]
+    else:  # exercises 5, 6 and 8, a whole scan, exercise 10's statistics
+        label = [ns[k] for k in ("uf_init_kernel", "uf_compress_kernel", "copy_kernel",
+                                 "uf_merge_kernel", "uf_compress_kernel", "flag_roots_kernel")]
+        number = [ns["block_scan_kernel"]] * 2 + [ns["add_offsets_kernel"]]
+        write, stats = [ns["relabel_kernel"]], [ns["init_stats_kernel"],
+                                                 ns["blob_stats_block_kernel"]]
     for k, (name, image, connectivity) in enumerate(_sequence_images()[:4]):
         for log in (prepared, launched, reads):
             log.clear()
         count = analysis.run(cuda.to_device(image.reshape(-1)), connectivity)
         assert count == ccl.scipy_labels(image, connectivity)[1], name
         assert reads == ["copy_to_host"], (name, reads)
-        stats = 2 if count else 0  # the reset and the statistics
-        assert len(launched) == label_launches + scans + 1 + stats, (name, launched)
+        # the reset (and, for pixels, the statistics) only where there are blobs
+        if labelling == "blocks":
+            expected = label + number + (stats if count else []) + write
+        else:
+            expected = label + number + write + (stats if count else [])
+        assert launched == expected, (name, [kernel.__name__ for kernel in launched])
         if k == 0:
             assert prepared == launched, name
         else:  # later runs: only what no earlier run launched (none after a run with blobs)
@@ -796,28 +836,38 @@ def test_block_kernels_compile_for_the_gpu():
     from pathlib import Path
 
     script = Path(__file__).with_name("sm90_compile.py")
-    u8, i32 = "uint8[::1]", "int32[::1]"
+    u8, i32, i64 = "uint8[::1]", "int32[::1]", "int64[::1]"
     done = subprocess.run(
         [sys.executable, str(script), LESSON,
          f"block_init_kernel=void({u8}, {i32}, {u8}, int64, int64, int64)",
          f"block_merge_kernel=void({u8}, {i32}, {i32}, int64, int64, int64)",
          f"resolve_roots_kernel=void({i32}, {i32}, int64)",
-         f"resolve_cells_kernel=void({i32}, {u8}, int64)",  # BlobAnalysis's uint8 flags
-         f"block_scan_kernel=void({u8}, {i32}, {i32}, int64)",  # and their scan
+         f"resolve_cells_kernel=void({i32}, {i32}, int64)",
+         f"block_scan_kernel=void({u8}, {i32}, {i32}, int64)",  # the pixels' uint8 flags
          f"block_final_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64)",
-         # BlobAnalysis's own: the statistics reset (a grid-stride loop) and the forest copy
-         "init_stats_kernel=void(" + ", ".join([i32] * 5 + ["int64[::1]"] * 2) + ", int64)",
-         f"copy_kernel=void({i32}, {i32}, int64)"],
+         # BlobAnalysis's own: the statistics reset (a grid-stride loop), the forest copy
+         "init_stats_kernel=void(" + ", ".join([i32] * 5 + [i64] * 2) + ", int64)",
+         f"copy_kernel=void({i32}, {i32}, int64)",
+         # and the fused pipeline of the block labelling
+         f"block_init_compress_kernel=void({u8}, {i32}, {i32}, {u8}, int64, int64, int64)",
+         f"resolve_rank_kernel=void({i32}, {i32}, {i32}, int64)",
+         f"block_write_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64, int64)",
+         f"block_write_stats_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64, int64, "
+         + ", ".join([i32] * 5 + [i64] * 2) + ")"],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = {line.split(":")[0].removeprefix("ok "): line for line in done.stdout.splitlines()
              if line.startswith("ok ")}
-    assert len(lines) == 8, done.stdout
-    # the init links with plain stores; only the merge uses atomics
+    assert len(lines) == 12, done.stdout
+    # the init links with plain stores; only the merge (and the statistics) use atomics
     for name in ("block_init_kernel", "resolve_roots_kernel", "resolve_cells_kernel",
-                 "block_final_kernel", "init_stats_kernel", "copy_kernel"):
+                 "block_final_kernel", "init_stats_kernel", "copy_kernel",
+                 "block_init_compress_kernel", "resolve_rank_kernel", "block_write_kernel"):
         assert " 0 other atomics" in lines[name], lines[name]
-    assert " 0 other atomics" not in lines["block_merge_kernel"], lines
+    for name in ("block_merge_kernel", "block_write_stats_kernel"):
+        assert " 0 other atomics" not in lines[name], lines[name]
+    # the fused statistics: exercise 10's table in shared memory, its barriers
+    assert " 0 shared-memory" not in lines["block_write_stats_kernel"], lines
 
 
 # --- benchmarks/ccl.py -------------------------------------------------------------------------

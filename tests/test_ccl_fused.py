@@ -1,0 +1,197 @@
+"""Lesson 05's fused launches of the block labelling, kernel by kernel, against expectations
+computed without them: workbook.ccl_blocks' model of the init and scipy's labels."""
+
+import numpy as np
+import pytest
+from test_ccl_exercises import example_namespace, tile_images
+
+import workbook
+from grader.exercises import ccl
+from grader.exercises.ccl import images, references
+from workbook import ccl_blocks as cb
+
+SENTINEL = -7  # what the forest held before: only the init's roots may change it
+
+
+@pytest.fixture(scope="module")
+def ns():
+    return example_namespace()
+
+
+def _tile_pixels(ns):
+    return (2 * ns["BLOCK"][0], 2 * ns["BLOCK"][1])
+
+
+def _images(ns) -> dict:
+    """The tile images of the BlobAnalysis tests, and one of several scan tiles of cells."""
+    found = tile_images(_tile_pixels(ns))
+    tiles = 4 * ns["SCAN_TILE"]  # cells: four scan tiles and a bit
+    side = int(np.ceil(np.sqrt(2 * tiles)))
+    found["random 0.5, four scan tiles"] = images.random_image(np.random.default_rng(8),
+                                                               (side, side + 1), 0.5)
+    return found
+
+
+IMAGE_NAMES = ["random 0.2", "random 0.59", "random 0.8", "spiral", "snake",
+               "staircase up-right", "staircase, odd tiles", "full with holes", "checkerboard",
+               "single column", "empty", "one pixel", "random 0.5, four scan tiles"]
+
+
+def _init_compress(ns, image, connectivity):
+    """Runs block_init_compress_kernel; returns (d_image, roots, forest, links) on the
+    device, the forest filled with SENTINEL first."""
+    from numba import cuda
+
+    h, w = image.shape
+    rows, cols, n = cb.sizes(image.shape)
+    d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
+    roots = cuda.device_array(n, np.int32)
+    forest = cuda.to_device(np.full(n, SENTINEL, np.int32))
+    links = cuda.device_array(rows * cols, np.uint8)
+    if workbook.MODE == "sim":
+        from workbook.sim.global_races import watch
+
+        for array, name in ((roots, "roots"), (forest, "forest"), (links, "links")):
+            watch(array, name)
+    ns["block_init_compress_kernel"][ns["block_grid"](h, w), ns["BLOCK"]](
+        d_image, roots, forest, links, h, w, connectivity)
+    return d_image, roots, forest, links
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+@pytest.mark.parametrize("name", IMAGE_NAMES)
+def test_init_compress_gives_the_roots_of_the_init(ns, name, connectivity):
+    """roots: the root of every cell in the model's init forest (-1 for empty cells); links:
+    the model's bytes; forest: its own key at each root of the init, untouched elsewhere."""
+    image = _images(ns)[name]
+    _, roots, forest, links = _init_compress(ns, image, connectivity)
+    want_forest, want_links = cb.init(image, connectivity, ns["BLOCK"])
+    want_roots = cb.walks(want_forest)[0]
+    np.testing.assert_array_equal(links.copy_to_host(), want_links.reshape(-1))
+    np.testing.assert_array_equal(roots.copy_to_host(), want_roots)
+    keys = np.arange(want_roots.size)
+    np.testing.assert_array_equal(forest.copy_to_host(),
+                                  np.where(want_roots == keys, keys, SENTINEL))
+
+
+def _first_pixel_cells(image, connectivity):
+    """scipy's labels, and the key of the cell of each blob's first pixel (blob k at k - 1)."""
+    labels, count = ccl.scipy_labels(image, connectivity)
+    cols = (image.shape[1] + 1) // 2
+    flat = labels.reshape(-1)
+    values, first = np.unique(flat, return_index=True)  # each label's first pixel
+    y, x = np.divmod(first[values > 0], image.shape[1])
+    return labels, count, y * cols + x // 2
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+@pytest.mark.parametrize("name", IMAGE_NAMES)
+def test_resolve_rank_ranks_the_first_pixels_of_scipys_blobs(ns, name, connectivity):
+    """After the init, the merge and resolve_rank_kernel: the cell of each blob's first pixel
+    holds -2 - its rank among those cells in its scan tile, every other cell of the blob
+    reaches it in at most two steps, empty cells hold -1, and each tile's count is the number
+    of first-pixel cells in it."""
+    from numba import cuda
+
+    image = _images(ns)[name]
+    h, w = image.shape
+    d_image, roots, forest, links = _init_compress(ns, image, connectivity)
+    ns["block_merge_kernel"][ns["block_grid"](h, w), ns["BLOCK"]](
+        links, roots, forest, h, w, connectivity)
+    n, tile = roots.size, ns["SCAN_TILE"]
+    tiles = (n + tile - 1) // tile
+    tile_sums = cuda.device_array(tiles, np.int32)
+    ns["resolve_rank_kernel"][tiles, ns["SCAN_THREADS"]](forest, roots, tile_sums, n)
+    got = roots.copy_to_host()
+
+    labels, count, firsts = _first_pixel_cells(image, connectivity)
+    per_tile = np.bincount(firsts // tile, minlength=tiles)
+    np.testing.assert_array_equal(tile_sums.copy_to_host(), per_tile)
+    before = np.concatenate([[0], np.cumsum(per_tile)[:-1]])  # first-pixel cells of earlier tiles
+    ranks = np.arange(count) - before[firsts // tile]  # scipy's numbering is the keys' order
+    np.testing.assert_array_equal(got[firsts], -2 - ranks)
+    # the blob of every cell, from scipy's labels of its two pixels (-1: an empty cell)
+    cols = (w + 1) // 2
+    padded = np.zeros((h, 2 * cols), labels.dtype)
+    padded[:, :w] = labels
+    cell_blob = padded.reshape(h, cols, 2).max(axis=2).reshape(-1) - 1
+    for k in np.flatnonzero(cell_blob < 0):
+        assert got[k] == -1, (name, k, got[k])
+    for k in np.flatnonzero(cell_blob >= 0):
+        root, steps = k, 0
+        while got[root] >= 0:
+            root, steps = got[root], steps + 1
+        assert root == firsts[cell_blob[k]] and steps <= 2, (name, k, root, steps)
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+@pytest.mark.parametrize("name", ["random 0.2", "random 0.8", "checkerboard",
+                                  "full with holes", "one pixel", "empty",
+                                  "random 0.5, four scan tiles"])
+def test_write_kernels_give_scipys_labels_and_statistics(ns, name, connectivity):
+    """block_write_kernel and block_write_stats_kernel, after BlobAnalysis's label and
+    number: scipy's labels from both, numpy's statistics from the second, which leaves the
+    statistics alone where there is no blob."""
+    from numba import cuda
+
+    image = _images(ns)[name]
+    h, w = image.shape
+    want, count = ccl.scipy_labels(image, connectivity)
+    analysis = ns["BlobAnalysis"](h, w)
+    analysis.label(cuda.to_device(np.ascontiguousarray(image.reshape(-1))), connectivity)
+    assert analysis.number() == count
+    offsets = analysis.levels[0][1]
+    args = (analysis.links, analysis.roots, offsets, analysis.labels, h, w, connectivity)
+    grid, block = ns["block_grid"](h, w), ns["BLOCK"]
+    ns["block_write_kernel"][grid, block](*args)
+    np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(h, w), want)
+    analysis.labels.copy_to_device(np.full(h * w, SENTINEL, np.int32))
+    size = max(count, 1)
+    fields = [cuda.to_device(np.full(size, value, np.int64 if "sum" in field else np.int32))
+              for field, value in zip(references.STAT_NAMES, (0, 2**31 - 1, -1, 2**31 - 1, -1,
+                                                               0, 0))]
+    blank = [field.copy_to_host() for field in fields]
+    ns["block_write_stats_kernel"][grid, block](*args, *fields)
+    np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(h, w), want)
+    stats = ccl.stats_reference(want, count)
+    for field, got, empty in zip(references.STAT_NAMES, fields, blank):
+        np.testing.assert_array_equal(got.copy_to_host(), stats[field] if count else empty,
+                                      err_msg=f"{name}: {field}")
+
+
+MUTATIONS = {  # (after, old, new): what the tests above must catch
+    "a rank one off": ("def resolve_rank_kernel", "-2 - rank", "-1 - rank"),
+    "a second blob's row": ("4-connectivity: two blobs", "y + r, y + r,", "y, y,"),
+    "the warp step drops the others' areas": ("if one_blob and blob >= 0:",
+                                               "n += cuda.shfl_xor_sync(FULL_MASK, n, offset)",
+                                               "n += 0"),
+    "write skips a cell": ("def cell_label", "while value >= 0:", "if value >= 0:"),
+}
+
+
+@pytest.mark.parametrize("mutation", list(MUTATIONS))
+def test_the_checks_catch_broken_fused_kernels(mutation):
+    """Each broken copy of the fused kernels fails the BlobAnalysis checks on some image."""
+    from numba import cuda
+
+    broken = example_namespace(*MUTATIONS[mutation])
+    failures = 0
+    for name in ("checkerboard", "full with holes", "random 0.59", "staircase up-right"):
+        image = _images(broken)[name]
+        h, w = image.shape
+        for connectivity in (4, 8):
+            want, count = ccl.scipy_labels(image, connectivity)
+            stats = ccl.stats_reference(want, count)
+            analysis = broken["BlobAnalysis"](h, w)
+            try:
+                got = analysis.run(cuda.to_device(np.ascontiguousarray(image.reshape(-1))),
+                                   connectivity)
+            except Exception:  # noqa: BLE001  (an index out of range: caught too)
+                failures += 1
+                continue
+            same = got == count and np.array_equal(
+                analysis.labels.copy_to_host().reshape(h, w), want) and all(
+                np.array_equal(analysis.stats[f].copy_to_host()[:count], stats[f])
+                for f in references.STAT_NAMES)
+            failures += not same
+    assert failures, mutation
