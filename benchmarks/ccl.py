@@ -19,12 +19,16 @@ workbook/data/05_ccl.json, keeping the parts this script does not write (``tiles
 ``end_to_end``, each with its own device and date).
 
 Parts:
-  phases       label, relabel, stats, pipeline ms per image and labelling; cupyx label ms
+  phases       label, number, write + stats, pipeline ms per image and labelling (the block
+               labelling writes the labels and the statistics in one pass); cupyx label ms
                and x cupyx (cupyx's time over the pipeline's: above 1 is faster); wall ms,
                cupyx wall ms and x cupyx wall: the same as wall time per call in a loop
-  memory       the block labelling (label + relabel) against the memory floor: an image in
-               (1 byte a pixel) and its labels out (4 bytes) at the GPU's peak bandwidth
-  stats        per-pixel atomics (exercise 9) vs per-block partials (exercise 10), largest size
+  memory       the block labelling (label, number, write the labels) against the memory
+               floor: an image in (1 byte a pixel) and its labels out (4 bytes) at the GPU's
+               peak bandwidth
+  stats        per-pixel atomics (exercise 9) vs per-block partials (exercise 10) on given
+               labels, and the block labelling's write with and without its fused
+               statistics, largest size
   propagation  label propagation (exercise 4) vs the block labelling, --propagation-size
 
 Times: the median of --repeat runs between CUDA events, L2 flushed before each. Wall times
@@ -252,8 +256,8 @@ def measure_image(ns, image, connectivity, repeat, wall=(5, 20)):
             check_stats(f"{what}, labelling {labelling!r}", analysis.stats, reference, count)
         times = {
             "label": milliseconds(lambda a=analysis: a.label(d_image, connectivity), repeat),
-            "relabel": milliseconds(analysis.relabel, repeat),
-            "stats": milliseconds(lambda a=analysis: a.statistics(count), repeat),
+            "number": milliseconds(analysis.number, repeat),
+            "write": milliseconds(lambda a=analysis: a.write(count), repeat),
             "pipeline": milliseconds(lambda a=analysis: a.run(d_image, connectivity), repeat),
         }
         # as a user calls it: in a loop, another image buffer each call (two, in turn)
@@ -261,11 +265,23 @@ def measure_image(ns, image, connectivity, repeat, wall=(5, 20)):
         times["wall"] = wall_ms(lambda a=analysis, t=turn: a.run(next(t), connectivity),
                                 cuda.synchronize, *wall)
         if labelling == "blocks":
-            if reference is not None:
-                analysis.statistics(count, ns["blob_stats_kernel"])
-                check_stats(f"{what}, per-pixel statistics", analysis.stats, reference, count)
-            times["stats_pixel"] = milliseconds(
-                lambda a=analysis: a.statistics(count, ns["blob_stats_kernel"]), repeat)
+            analysis.label(d_image, connectivity)  # the labels alone: label, number, write
+            analysis.number()
+            analysis.write_labels()
+            check_labels(f"{what}, the labels alone", analysis.labels.copy_to_host().reshape(
+                size, size), want)
+            times["labels"] = milliseconds(
+                lambda a=analysis: (a.label(d_image, connectivity), a.number(),
+                                    a.write_labels()), repeat)
+            times["write_labels"] = milliseconds(analysis.write_labels, repeat)
+            # exercises 9 and 10 on the labels just written (statistics' default: 10)
+            for kernel, key in ((ns["blob_stats_kernel"], "stats_pixel"),
+                                (None, "stats_block")):
+                if reference is not None:
+                    analysis.statistics(count, kernel)
+                    check_stats(f"{what}, {key}", analysis.stats, reference, count)
+                times[key] = milliseconds(
+                    lambda a=analysis, k=kernel: a.statistics(count, k), repeat)
         result[labelling] = times
         del analysis
     cupyx = cupyx_baseline(image, connectivity, want, repeat, wall)
@@ -291,8 +307,8 @@ def measure_propagation(ns, image, connectivity, repeat):
     propagation = milliseconds(
         lambda: ns["propagation_label"](d_image, d_labels, size, size, connectivity),
         min(repeat, 3))
-    blocks = milliseconds(lambda: (analysis.label(d_image, connectivity), analysis.relabel()),
-                          repeat)
+    blocks = milliseconds(lambda: (analysis.label(d_image, connectivity), analysis.number(),
+                                   analysis.write_labels()), repeat)
     return sweeps, propagation, blocks
 
 
@@ -313,21 +329,22 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
         image = f"p={p:.2f}, {connectivity}-conn"
         for labelling in LABELLINGS:
             t = r[labelling]
-            phase_rows.append([size, image, labelling, r["count"], t["label"], t["relabel"],
-                               t["stats"], t["pipeline"], or_missing(r["cupyx"]),
+            phase_rows.append([size, image, labelling, r["count"], t["label"], t["number"],
+                               t["write"], t["pipeline"], or_missing(r["cupyx"]),
                                ratio(r["cupyx"], t["pipeline"]), t["wall"],
                                or_missing(r["cupyx_wall"]), ratio(r["cupyx_wall"], t["wall"]),
                                or_missing(r["opencv_cuda"])])
-        labels_ms = r["blocks"]["label"] + r["blocks"]["relabel"]
+        labels_ms = r["blocks"]["labels"]
         nbytes = BYTES_PER_PIXEL * size * size
         floor_ms = nbytes / bandwidth * 1e3 if bandwidth else None
         memory_rows.append([size, image, round(nbytes / 1e6, 1), labels_ms,
                             or_missing(floor_ms), ratio(labels_ms, floor_ms),
                             round(nbytes / (labels_ms * 1e-3) / 1e9, 1)])
         if size == largest:
-            stat_rows.append([image, r["count"], r["largest"], r["blocks"]["stats_pixel"],
-                              r["blocks"]["stats"],
-                              ratio(r["blocks"]["stats_pixel"], r["blocks"]["stats"])])
+            b = r["blocks"]
+            stat_rows.append([image, r["count"], r["largest"], b["stats_pixel"],
+                              b["stats_block"], ratio(b["stats_pixel"], b["stats_block"]),
+                              b["write_labels"], b["write"]])
     notes = sorted({n for r in results.values() for n in r["notes"]})
     timer = (f"median of {repeat} runs between CUDA events, L2 flushed before each"
              if workbook.MODE == "gpu" else "one wall-clock run in the CUDA simulator")
@@ -337,14 +354,17 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
         "phases": {
             "title": "blob analysis of random binary images: labels 1..K with area, bounding "
                      f"box and centroid sums; ms, {timer}",
-            "columns": ["size", "image", "labelling", "blobs", "label ms", "relabel ms",
-                        "stats ms", "pipeline ms", "cupyx label ms", "x cupyx", "wall ms",
+            "columns": ["size", "image", "labelling", "blobs", "label ms", "number ms",
+                        "write + stats ms", "pipeline ms", "cupyx label ms", "x cupyx", "wall ms",
                         "cupyx wall ms", "x cupyx wall", "OpenCV CUDA ms"],
             "rows": phase_rows,
-            "note": "pipeline: BlobAnalysis.run (label, relabel to scipy's numbering, per-block "
-                    "statistics; one host sync to read K). labelling 'blocks': section 7's "
-                    "block-based union-find (the default); 'pixels': exercises 5 and 6, numbered "
-                    "as in exercise 8. cupyx label: cupyx.scipy.ndimage.label alone (labels "
+            "note": "pipeline: BlobAnalysis.run: label (union-find), number (the scan to "
+                    "scipy's numbering; one host sync to read K), write + stats (the labels "
+                    "1..K and the blobs' statistics). labelling 'blocks': section 7's "
+                    "block-based union-find in section 8's fused launches (the default; its "
+                    "write computes the statistics in the same pass); 'pixels': exercises 5 "
+                    "and 6, numbered as in exercise 8, the relabel then exercise 10's "
+                    "statistics. cupyx label: cupyx.scipy.ndimage.label alone (labels "
                     "1..K, no statistics); x cupyx: cupyx's time over the pipeline's (above 1 "
                     "is faster). wall ms: wall time per call of BlobAnalysis.run in a loop (the "
                     f"host's Python included; {calls} calls on two image buffers in turn, the "
@@ -355,8 +375,9 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
                     + (" " + "; ".join(notes) if notes else ""),
         },
         "memory": {
-            "title": "the block labelling (label + relabel) against the memory floor: each "
-                     f"pixel read once (uint8) and its label written once (int32); peak {peak}",
+            "title": "the block labelling (label, number, write the labels) against the "
+                     "memory floor: each pixel read once (uint8) and its label written once "
+                     f"(int32); peak {peak}",
             "columns": ["size", "image", "MB in + out", "labels ms", "floor ms", "x floor",
                         "GB/s"],
             "rows": memory_rows,
@@ -368,12 +389,17 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
             "title": f"blob statistics of {'an' if str(largest)[0] == '8' else 'a'} "
                      f"{largest}x{largest} image (labels 1..K given), ms",
             "columns": ["image", "blobs", "largest blob", "per-pixel atomics ms",
-                        "per-block partials ms", "speed-up"],
+                        "per-block partials ms", "speed-up", "write labels ms",
+                        "write + stats ms"],
             "rows": stat_rows,
             "note": "per-pixel: blob_stats_kernel, seven global atomics per foreground pixel. "
                     "per-block: blob_stats_block_kernel, a shared-memory hash table per tile, "
-                    "one global atomic per blob, tile and field. Both include the kernel that "
-                    "resets the statistics arrays.",
+                    "one global atomic per blob, tile and field. Both read the labels written "
+                    "before and include the kernel that resets the statistics arrays. write "
+                    "labels: the block labelling's last pass alone (block_write_kernel); write "
+                    "+ stats: the same pass with the statistics computed in it "
+                    "(block_write_stats_kernel, exercise 10's table), with the reset: its "
+                    "statistics cost the difference.",
         },
     }
     if propagation:
@@ -384,7 +410,8 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
             "rows": [[f"p={p:.2f}", sweeps, prop, uf, ratio(prop, uf)]
                      for p, (sweeps, prop, uf) in propagation.items()],
             "note": "propagation_label: one launch and one flag read-back per sweep. "
-                    "union-find: BlobAnalysis.label and relabel (labelling 'blocks').",
+                    "union-find: BlobAnalysis.label, number and write_labels (labelling "
+                    "'blocks').",
         }
     return parts
 
@@ -491,7 +518,8 @@ def main(argv=None) -> int:
                 results[(size, p, connectivity)] = r
                 b, px = r["blocks"], r["pixels"]
                 log(f"{size}^2 p={p:.2f} {connectivity}-conn: {r['count']:,} blobs; blocks "
-                    f"label {b['label']:.3f} relabel {b['relabel']:.3f} stats {b['stats']:.3f} "
+                    f"label {b['label']:.3f} number {b['number']:.3f} write + stats "
+                    f"{b['write']:.3f} "
                     f"pipeline {b['pipeline']:.3f} ms, wall {b['wall']:.3f} ms per run; pixels "
                     f"pipeline {px['pipeline']:.3f} ms, wall {px['wall']:.3f} ms; cupyx "
                     f"{or_missing(r['cupyx'])} ms, wall {or_missing(r['cupyx_wall'])} ms; "
