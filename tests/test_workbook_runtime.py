@@ -1,6 +1,11 @@
 """Runtime helpers the notebooks use: tolerance messages, diagrams, recorded data, timing,
 128-bit loads and stores."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -12,6 +17,8 @@ from grader.verify import expect_sum, summation_tolerance
 from workbook import diagrams, recorded
 from workbook.bench import NeedsGPU, bandwidth_gbs, time_gpu
 from workbook.vector import load4, load_half8, store4, store_half8
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # The simulator swaps the module-level name ``cuda`` inside kernels, so test kernels
 # live at module level.
@@ -237,3 +244,47 @@ def test_half8_loads_exactly_and_stores_rounded_to_nearest_even():
 def test_wide_accesses_reject_misaligned_indices(kernel, args, multiple):
     with pytest.raises(IndexError, match=multiple):
         kernel[1, 1](*args)
+
+
+READ_ONCE_PTX = r'''
+from grader.gpu_compile import target
+target.use_real_compiler()
+from numba import cuda, float32
+from numba.cuda.types import float16
+from workbook.vector import load4, load4_once, load_half8, load_half8_once
+
+def copy4(load):
+    def kernel(x, y):
+        a, b, c, d = load(x, 0)
+        y[0] = a + b + c + d
+    return kernel
+
+def copy8(load):
+    def kernel(x, y):
+        v = load(x, 0)
+        y[0] = v[0] + v[7]
+    return kernel
+
+for name, make, load, dtype in (("load4", copy4, load4, float32),
+                                ("load4_once", copy4, load4_once, float32),
+                                ("load_half8", copy8, load_half8, float16),
+                                ("load_half8_once", copy8, load_half8_once, float16)):
+    ptx, _ = cuda.compile_ptx(make(load), (dtype[::1], float32[::1]), cc=(9, 0))
+    loads = sorted({line.split()[0] for line in ptx.splitlines()
+                    if line.strip().startswith("ld.global")})
+    print(name, *loads)
+'''
+
+
+def test_read_once_loads_ask_the_l1_not_to_keep_the_data():
+    """The PTX of each 128-bit load (compiled for sm_90 without a GPU): the read-once
+    versions add the L1::no_allocate eviction hint of the PTX ISA to the same load."""
+    done = subprocess.run([sys.executable, "-c", READ_ONCE_PTX], capture_output=True,
+                          text=True, cwd=ROOT, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loads = dict(line.split(maxsplit=1) for line in done.stdout.splitlines()
+                 if line.startswith("load"))
+    assert loads == {"load4": "ld.global.nc.v4.f32",
+                     "load4_once": "ld.global.nc.L1::no_allocate.v4.f32",
+                     "load_half8": "ld.global.nc.v4.b32",
+                     "load_half8_once": "ld.global.nc.L1::no_allocate.v4.b32"}, done.stdout

@@ -18,6 +18,10 @@ to and from float32, the type kernels compute in):
   one ``st.global.v4.b32``.
 
 Their index must be a multiple of 4 (``store4``) or 8 (the half versions).
+
+``load4_once`` and ``load_half8_once`` are the same loads for data a kernel reads exactly
+once: ``ld.global.nc.L1::no_allocate`` asks the L1 cache not to keep the 16 bytes. In the
+simulator (no caches) they are ``load4`` and ``load_half8``.
 """
 
 from __future__ import annotations
@@ -40,7 +44,13 @@ def _simulated_load4():
     return load4
 
 
-def _hardware_load4():
+LOAD4 = "ld.global.nc.v4.f32"
+LOAD4_ONCE = "ld.global.nc.L1::no_allocate.v4.f32"
+LOAD_HALF8 = "ld.global.nc.v4.b32"
+LOAD_HALF8_ONCE = "ld.global.nc.L1::no_allocate.v4.b32"
+
+
+def _hardware_load4(instruction: str = LOAD4):
     from llvmlite import ir
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
@@ -59,7 +69,7 @@ def _hardware_load4():
             pointer = builder.gep(data, [offset])
             f32 = ir.FloatType()
             asm_type = ir.FunctionType(ir.LiteralStructType([f32] * 4), [pointer.type])
-            asm = ir.InlineAsm(asm_type, "ld.global.nc.v4.f32 {$0, $1, $2, $3}, [$4];",
+            asm = ir.InlineAsm(asm_type, instruction + " {$0, $1, $2, $3}, [$4];",
                                "=f,=f,=f,=f,l")
             packed = builder.call(asm, [pointer])
             values = [builder.extract_value(packed, k) for k in range(4)]
@@ -120,15 +130,18 @@ def _pointer(context, builder, array_type, array, index, index_type):
     return builder.gep(data, [offset])
 
 
+def _array_of(array, dtype) -> bool:
+    from numba.cuda import types
+
+    return isinstance(array, types.Array) and array.dtype == dtype
+
+
 def _hardware_wide():
     from llvmlite import ir
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
 
     f32 = ir.FloatType()
-
-    def _array_of(array, dtype):
-        return isinstance(array, types.Array) and array.dtype == dtype
 
     @intrinsic
     def store4(typingctx, array, index, a, b, c, d):
@@ -149,32 +162,6 @@ def _hardware_wide():
             return context.get_dummy_value()
 
         return types.none(array, index, a, b, c, d), codegen
-
-    @intrinsic
-    def load_half8(typingctx, array, index):
-        if not (_array_of(array, types.float16) and isinstance(index, types.Integer)):
-            return None
-        result_type = types.UniTuple(types.float32, 8)
-
-        def codegen(context, builder, sig, args):
-            pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
-            asm_type = ir.FunctionType(ir.LiteralStructType([f32] * 8), [pointer.type])
-            asm = ir.InlineAsm(
-                asm_type,
-                "{\n\t.reg .b32 w<4>;\n\t.reg .b16 h<8>;\n\t"
-                "ld.global.nc.v4.b32 {w0, w1, w2, w3}, [$8];\n\t"
-                "mov.b32 {h0, h1}, w0;\n\tmov.b32 {h2, h3}, w1;\n\t"
-                "mov.b32 {h4, h5}, w2;\n\tmov.b32 {h6, h7}, w3;\n\t"
-                "cvt.f32.f16 $0, h0;\n\tcvt.f32.f16 $1, h1;\n\t"
-                "cvt.f32.f16 $2, h2;\n\tcvt.f32.f16 $3, h3;\n\t"
-                "cvt.f32.f16 $4, h4;\n\tcvt.f32.f16 $5, h5;\n\t"
-                "cvt.f32.f16 $6, h6;\n\tcvt.f32.f16 $7, h7;\n\t}",
-                "=f,=f,=f,=f,=f,=f,=f,=f,l")
-            packed = builder.call(asm, [pointer])
-            values = [builder.extract_value(packed, k) for k in range(8)]
-            return context.make_tuple(builder, result_type, values)
-
-        return result_type(array, index), codegen
 
     @intrinsic
     def store_half8(typingctx, array, index, v0, v1, v2, v3, v4, v5, v6, v7):
@@ -205,14 +192,52 @@ def _hardware_wide():
 
         return types.none(array, index, *values), codegen
 
-    return store4, load_half8, store_half8
+    return store4, _hardware_load_half8(), store_half8
+
+
+def _hardware_load_half8(instruction: str = LOAD_HALF8):
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    f32 = ir.FloatType()
+
+    @intrinsic
+    def load_half8(typingctx, array, index):
+        if not (_array_of(array, types.float16) and isinstance(index, types.Integer)):
+            return None
+        result_type = types.UniTuple(types.float32, 8)
+
+        def codegen(context, builder, sig, args):
+            pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
+            asm_type = ir.FunctionType(ir.LiteralStructType([f32] * 8), [pointer.type])
+            asm = ir.InlineAsm(
+                asm_type,
+                "{\n\t.reg .b32 w<4>;\n\t.reg .b16 h<8>;\n\t" + instruction +
+                " {w0, w1, w2, w3}, [$8];\n\t"
+                "mov.b32 {h0, h1}, w0;\n\tmov.b32 {h2, h3}, w1;\n\t"
+                "mov.b32 {h4, h5}, w2;\n\tmov.b32 {h6, h7}, w3;\n\t"
+                "cvt.f32.f16 $0, h0;\n\tcvt.f32.f16 $1, h1;\n\t"
+                "cvt.f32.f16 $2, h2;\n\tcvt.f32.f16 $3, h3;\n\t"
+                "cvt.f32.f16 $4, h4;\n\tcvt.f32.f16 $5, h5;\n\t"
+                "cvt.f32.f16 $6, h6;\n\tcvt.f32.f16 $7, h7;\n\t}",
+                "=f,=f,=f,=f,=f,=f,=f,=f,l")
+            packed = builder.call(asm, [pointer])
+            values = [builder.extract_value(packed, k) for k in range(8)]
+            return context.make_tuple(builder, result_type, values)
+
+        return result_type(array, index), codegen
+
+    return load_half8
 
 
 if current_mode() == "sim":
-    load4 = _simulated_load4()
+    load4 = load4_once = _simulated_load4()
     store4, load_half8, store_half8 = _simulated_wide()
+    load_half8_once = load_half8
 else:
-    load4 = _hardware_load4()
+    load4, load4_once = _hardware_load4(), _hardware_load4(LOAD4_ONCE)
     store4, load_half8, store_half8 = _hardware_wide()
+    load_half8_once = _hardware_load_half8(LOAD_HALF8_ONCE)
 
-__all__ = ["load4", "load_half8", "store4", "store_half8"]
+__all__ = ["load4", "load4_once", "load_half8", "load_half8_once", "store4", "store_half8"]
