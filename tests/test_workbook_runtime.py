@@ -1,7 +1,6 @@
 """Runtime helpers the notebooks use: tolerance messages, diagrams, recorded data, timing,
 128-bit loads and stores."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
