@@ -106,7 +106,7 @@ def test_a_pool_that_keeps_nothing_gives_every_block_straight_back():
 
 def test_the_limit_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv(memory.MAX_FREE_ENV, raising=False)
-    assert max_free_bytes() == 2048 * MiB
+    assert max_free_bytes() == 1024 * MiB
     monkeypatch.setenv(memory.MAX_FREE_ENV, "0.5")
     assert max_free_bytes() == MiB // 2
     monkeypatch.setenv(memory.MAX_FREE_ENV, "lots")
