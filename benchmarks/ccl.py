@@ -19,19 +19,23 @@ workbook/data/05_ccl.json, keeping the parts this script does not write (``tiles
 ``end_to_end``, each with its own device and date).
 
 Parts:
-  phases       label, number, write + stats, pipeline ms per image and labelling (the block
-               labelling writes the labels and the statistics in one pass); cupyx label ms
+  phases       label, number, write + stats, pipeline ms per image and labelling (both
+               labellings write the labels, then run exercise 10's statistics); cupyx label ms
                and x cupyx (cupyx's time over the pipeline's: above 1 is faster); wall ms,
                cupyx wall ms and x cupyx wall: the same as wall time per call in a loop
   memory       the block labelling (label, number, write the labels) against the memory
                floor: an image in (1 byte a pixel) and its labels out (4 bytes) at the GPU's
                peak bandwidth
   stats        per-pixel atomics (exercise 9) vs per-block partials (exercise 10) on given
-               labels, and the block labelling's write with and without its fused
-               statistics, largest size
+               labels, and the block labelling's write: the labels alone, then exercise 10
+               (the default), and the fused write + statistics, largest size
+  launches     the block labelling's label phase launch by launch (init + compress, merge,
+               resolve + rank), largest size
   propagation  label propagation (exercise 4) vs the block labelling, --propagation-size
 
-Times: the median of --repeat runs between CUDA events, L2 flushed before each. Wall times
+Times: the median of --repeat runs between CUDA events, L2 flushed before each (the label
+phase's launches: the differences of the times of its first one, two and three launches,
+each run after the ones before it as in a run). Wall times
 (the host's Python included): ``run()`` called --wall-calls times in a loop, on two device
 copies of the image in turn, the GPU synchronised at the end of the loop; the median over
 --wall-loops loops, per call (cupyx's label likewise). The whole run takes about 3 minutes
@@ -230,9 +234,43 @@ def library_versions() -> str:
 
 # --- the measurements --------------------------------------------------------------------------
 
-def measure_image(ns, image, connectivity, repeat, wall=(5, 20)):
+LABEL_LAUNCHES = ("init + compress", "merge", "resolve + rank")
+
+
+def label_launches(ns, analysis, d_image, connectivity, want, repeat) -> dict:
+    """The block labelling's label phase launch by launch, in ms: the differences of the
+    times of its first one, two and three launches (the same kernels, arguments and prepared
+    launches as ``BlobAnalysis.label``), after checking that the three, numbered and
+    written, give scipy's labels ``want``."""
+    a, block = analysis, ns["BLOCK"]
+    h, w, n = a.height, a.width, a.size
+    tile_sums = a.levels[0][0]
+    steps = [
+        lambda: a.launch("init", ns["block_init_compress_kernel"], a.grid, block, d_image,
+                         a.roots, a.forest, a.links, h, w, connectivity),
+        lambda: a.launch("merge", ns["block_merge_kernel"], a.grid, block, a.links, a.roots,
+                         a.forest, h, w, connectivity),
+        lambda: a.launch("resolve", ns["resolve_rank_kernel"], tile_sums.size,
+                         ns["SCAN_THREADS"], a.forest, a.roots, tile_sums, n),
+    ]
+    for step in steps:
+        step()
+    a.connectivity = connectivity
+    a.number()
+    a.write_labels()
+    check_labels("the label phase's launches one by one",
+                 a.labels.copy_to_host().reshape(want.shape), want)
+    before, times = 0.0, {}
+    for k, name in enumerate(LABEL_LAUNCHES):
+        upto = milliseconds(lambda k=k: [step() for step in steps[:k + 1]], repeat)
+        times[f"launch {name}"], before = upto - before, upto
+    return times
+
+
+def measure_image(ns, image, connectivity, repeat, wall=(5, 20), largest=None):
     """Check, then time, one image with both labellings; returns a dict of results. ``wall``:
-    (loops, calls) for the wall times (:func:`wall_ms`)."""
+    (loops, calls) for the wall times (:func:`wall_ms`); at side ``largest`` also the label
+    phase's launches one by one (:func:`label_launches`)."""
     import itertools
 
     from numba import cuda
@@ -274,6 +312,14 @@ def measure_image(ns, image, connectivity, repeat, wall=(5, 20)):
                 lambda a=analysis: (a.label(d_image, connectivity), a.number(),
                                     a.write_labels()), repeat)
             times["write_labels"] = milliseconds(analysis.write_labels, repeat)
+            # section 8's fused write + statistics, checked as the default write is
+            analysis.write(count, fused=True)
+            check_labels(f"{what}, the fused write", analysis.labels.copy_to_host().reshape(
+                size, size), want)
+            if reference is not None:
+                check_stats(f"{what}, the fused write", analysis.stats, reference, count)
+            times["write_fused"] = milliseconds(
+                lambda a=analysis: a.write(count, fused=True), repeat)
             # exercises 9 and 10 on the labels just written (statistics' default: 10)
             for kernel, key in ((ns["blob_stats_kernel"], "stats_pixel"),
                                 (None, "stats_block")):
@@ -282,6 +328,9 @@ def measure_image(ns, image, connectivity, repeat, wall=(5, 20)):
                     check_stats(f"{what}, {key}", analysis.stats, reference, count)
                 times[key] = milliseconds(
                     lambda a=analysis, k=kernel: a.statistics(count, k), repeat)
+            if size == largest:  # last: the launches leave the forest in the labels
+                times.update(label_launches(ns, analysis, d_image, connectivity, want,
+                                            repeat))
         result[labelling] = times
         del analysis
     cupyx = cupyx_baseline(image, connectivity, want, repeat, wall)
@@ -323,7 +372,7 @@ def or_missing(value):
 
 def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)) -> dict:
     """The parts of the record from the results so far: (size, p, connectivity) -> result."""
-    phase_rows, memory_rows, stat_rows = [], [], []
+    phase_rows, memory_rows, stat_rows, launch_rows = [], [], [], []
     largest = max((key[0] for key in results), default=0)
     for (size, p, connectivity), r in results.items():
         image = f"p={p:.2f}, {connectivity}-conn"
@@ -344,7 +393,10 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
             b = r["blocks"]
             stat_rows.append([image, r["count"], r["largest"], b["stats_pixel"],
                               b["stats_block"], ratio(b["stats_pixel"], b["stats_block"]),
-                              b["write_labels"], b["write"]])
+                              b["write_labels"], b["write"], b["write_fused"]])
+            if f"launch {LABEL_LAUNCHES[0]}" in b:
+                launch_rows.append([image, r["count"], b["label"]]
+                                   + [b[f"launch {name}"] for name in LABEL_LAUNCHES])
     notes = sorted({n for r in results.values() for n in r["notes"]})
     timer = (f"median of {repeat} runs between CUDA events, L2 flushed before each"
              if workbook.MODE == "gpu" else "one wall-clock run in the CUDA simulator")
@@ -360,13 +412,13 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
             "rows": phase_rows,
             "note": "pipeline: BlobAnalysis.run: label (union-find), number (the scan to "
                     "scipy's numbering; one host sync to read K), write + stats (the labels "
-                    "1..K and the blobs' statistics). labelling 'blocks': section 7's "
-                    "block-based union-find in section 8's fused launches (the default; its "
-                    "write computes the statistics in the same pass); 'pixels': exercises 5 "
-                    "and 6, numbered as in exercise 8, the relabel then exercise 10's "
-                    "statistics. cupyx label: cupyx.scipy.ndimage.label alone (labels "
-                    "1..K, no statistics); x cupyx: cupyx's time over the pipeline's (above 1 "
-                    "is faster). wall ms: wall time per call of BlobAnalysis.run in a loop (the "
+                    "1..K, then exercise 10's statistics on them). labelling 'blocks': "
+                    "section 7's block-based union-find in section 8's fused launches (the "
+                    "default; the write adds the scan's tile offsets); 'pixels': exercises 5 "
+                    "and 6, numbered as in exercise 8, the relabel. cupyx label: "
+                    "cupyx.scipy.ndimage.label alone (labels 1..K, no statistics); x cupyx: "
+                    "cupyx's time over the pipeline's (above 1 is faster). wall ms: wall time "
+                    "per call of BlobAnalysis.run in a loop (the "
                     f"host's Python included; {calls} calls on two image buffers in turn, the "
                     f"GPU synchronised at the end, median of {loops} loops); cupyx wall ms: "
                     "cupyx's label timed the same way; x cupyx wall: their ratio. "
@@ -390,18 +442,32 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
                      f"{largest}x{largest} image (labels 1..K given), ms",
             "columns": ["image", "blobs", "largest blob", "per-pixel atomics ms",
                         "per-block partials ms", "speed-up", "write labels ms",
-                        "write + stats ms"],
+                        "write + stats ms", "fused write + stats ms"],
             "rows": stat_rows,
             "note": "per-pixel: blob_stats_kernel, seven global atomics per foreground pixel. "
                     "per-block: blob_stats_block_kernel, a shared-memory hash table per tile, "
                     "one global atomic per blob, tile and field. Both read the labels written "
                     "before and include the kernel that resets the statistics arrays. write "
                     "labels: the block labelling's last pass alone (block_write_kernel); write "
-                    "+ stats: the same pass with the statistics computed in it "
-                    "(block_write_stats_kernel, exercise 10's table), with the reset: its "
-                    "statistics cost the difference.",
+                    "+ stats: BlobAnalysis.write, the default: the labels, then the reset and "
+                    "blob_stats_block_kernel; fused write + stats: write(count, fused=True), "
+                    "the statistics computed in the labels' pass (block_write_stats_kernel, "
+                    "exercise 10's table), with the reset.",
         },
     }
+    if launch_rows:
+        parts["launches"] = {
+            "title": f"the block labelling's launches: the label phase of "
+                     f"{'an' if str(largest)[0] == '8' else 'a'} {largest}x{largest} image "
+                     "launch by launch, ms",
+            "columns": ["image", "blobs", "label ms"]
+                       + [f"{name} ms" for name in LABEL_LAUNCHES],
+            "rows": launch_rows,
+            "note": "label: BlobAnalysis.label (block_init_compress_kernel, block_merge_kernel, "
+                    "resolve_rank_kernel). Each launch's time is the difference of the times "
+                    "of the first one, two and three launches, each timed on its own after an "
+                    "L2 flush: a launch runs after the ones before it, as in a run.",
+        }
     if propagation:
         parts["propagation"] = {
             "title": f"label propagation vs the block labelling on {prop_size}x{prop_size} "
@@ -510,7 +576,7 @@ def main(argv=None) -> int:
         for k, p in enumerate(densities):
             image = random_image(size, p, seed=k)
             for connectivity in connectivities:
-                r = measure_image(ns, image, connectivity, args.repeat, wall)
+                r = measure_image(ns, image, connectivity, args.repeat, wall, max(sizes))
                 if args.opencv_cpu:
                     cpu = opencv_cpu_ms(image, connectivity)
                     r["notes"].append(f"{size}^2 p={p} {connectivity}-conn: OpenCV CPU "
@@ -519,7 +585,7 @@ def main(argv=None) -> int:
                 b, px = r["blocks"], r["pixels"]
                 log(f"{size}^2 p={p:.2f} {connectivity}-conn: {r['count']:,} blobs; blocks "
                     f"label {b['label']:.3f} number {b['number']:.3f} write + stats "
-                    f"{b['write']:.3f} "
+                    f"{b['write']:.3f} (fused {b['write_fused']:.3f}) "
                     f"pipeline {b['pipeline']:.3f} ms, wall {b['wall']:.3f} ms per run; pixels "
                     f"pipeline {px['pipeline']:.3f} ms, wall {px['wall']:.3f} ms; cupyx "
                     f"{or_missing(r['cupyx'])} ms, wall {or_missing(r['cupyx_wall'])} ms; "

@@ -802,24 +802,21 @@ def test_a_run_prepares_its_launches_once_and_reads_back_once(example_ns, monkey
         label = [ns["block_init_compress_kernel"], ns["block_merge_kernel"],
                  ns["resolve_rank_kernel"]]
         number = [ns["block_scan_kernel"]] * (len(analysis.levels) - 1)  # one level: none
-        write, stats = [ns["block_write_stats_kernel"]], [ns["init_stats_kernel"]]
+        write = [ns["block_write_kernel"]]
     else:  # exercises 5, 6 and 8, a whole scan, exercise 10's statistics
         label = [ns[k] for k in ("uf_init_kernel", "uf_compress_kernel", "copy_kernel",
                                  "uf_merge_kernel", "uf_compress_kernel", "flag_roots_kernel")]
         number = [ns["block_scan_kernel"]] * 2 + [ns["add_offsets_kernel"]]
-        write, stats = [ns["relabel_kernel"]], [ns["init_stats_kernel"],
-                                                 ns["blob_stats_block_kernel"]]
+        write = [ns["relabel_kernel"]]
+    stats = [ns["init_stats_kernel"], ns["blob_stats_block_kernel"]]  # exercise 10's, both
     for k, (name, image, connectivity) in enumerate(_sequence_images()[:4]):
         for log in (prepared, launched, reads):
             log.clear()
         count = analysis.run(cuda.to_device(image.reshape(-1)), connectivity)
         assert count == ccl.scipy_labels(image, connectivity)[1], name
         assert reads == ["copy_to_host"], (name, reads)
-        # the reset (and, for pixels, the statistics) only where there are blobs
-        if labelling == "blocks":
-            expected = label + number + (stats if count else []) + write
-        else:
-            expected = label + number + write + (stats if count else [])
+        # the labels, then the reset and the statistics only where there are blobs
+        expected = label + number + write + (stats if count else [])
         assert launched == expected, (name, [kernel.__name__ for kernel in launched])
         if k == 0:
             assert prepared == launched, name
@@ -899,7 +896,7 @@ def test_benchmark_smoke_run_writes_its_tables(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     record = json.loads((tmp_path / "ccl.json").read_text())
     parts = record["parts"]
-    assert set(parts) == {"phases", "memory", "stats", "propagation"}
+    assert set(parts) == {"phases", "memory", "stats", "propagation", "launches"}
     phases = parts["phases"]
     column = {name: k for k, name in enumerate(phases["columns"])}
     assert len(phases["rows"]) == 2 * 2 * 2 * 2  # sizes x densities x connectivities x labellings
@@ -915,6 +912,15 @@ def test_benchmark_smoke_run_writes_its_tables(tmp_path):
     assert {r[column["blobs"]] for r in rows16} == {ccl.scipy_labels(image, 8)[1]}
     assert len(parts["memory"]["rows"]) == 8 and len(parts["stats"]["rows"]) == 4
     assert parts["stats"]["title"].startswith("blob statistics of a 23x23 image")
+    stats = parts["stats"]
+    assert stats["columns"][-3:] == ["write labels ms", "write + stats ms",
+                                     "fused write + stats ms"]
+    assert all(v > 0 for row in stats["rows"] for v in row[-3:])
+    # the block labelling's label phase launch by launch, at the largest size only
+    launches = parts["launches"]
+    assert launches["columns"] == ["image", "blobs", "label ms", "init + compress ms",
+                                   "merge ms", "resolve + rank ms"]
+    assert len(launches["rows"]) == 4 and "23x23" in launches["title"]
     table = (tmp_path / "ccl.md").read_text()
     assert "| size | image | labelling | blobs |" in table
     assert "done in" in (tmp_path / "ccl.log").read_text()

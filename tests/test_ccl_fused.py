@@ -159,6 +159,46 @@ def test_write_kernels_give_scipys_labels_and_statistics(ns, name, connectivity)
                                       err_msg=f"{name}: {field}")
 
 
+def _stats(analysis, count):
+    return {f: analysis.stats[f].copy_to_host()[:count] for f in references.STAT_NAMES}
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+@pytest.mark.parametrize("name", ["random 0.2", "random 0.59", "checkerboard",
+                                  "full with holes", "empty"])
+def test_fused_write_gives_what_the_default_write_gives(ns, name, connectivity):
+    """write(count, fused=True) and the default write (the labels, then exercise 10's
+    statistics) on one instance, in both orders: scipy's labels and numpy's statistics."""
+    from numba import cuda
+
+    image = _images(ns)[name]
+    h, w = image.shape
+    want, count = ccl.scipy_labels(image, connectivity)
+    stats = ccl.stats_reference(want, count)
+    d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
+    analysis = ns["BlobAnalysis"](h, w)
+    for fused in (True, False, True):
+        analysis.label(d_image, connectivity)
+        assert analysis.number() == count
+        analysis.labels.copy_to_device(np.full(h * w, SENTINEL, np.int32))
+        analysis.write(count, fused=fused)
+        np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(h, w), want)
+        got = _stats(analysis, count)
+        for field in references.STAT_NAMES:
+            np.testing.assert_array_equal(got[field], stats[field],
+                                          err_msg=f"{name}: {field}, fused={fused}")
+
+
+def test_fused_write_is_the_block_labellings_own(ns):
+    """fused=True computes the block labelling's statistics itself: no other kernel, and not
+    for the per-pixel labelling."""
+    analysis = ns["BlobAnalysis"](4, 4, labelling="pixels")
+    with pytest.raises(ValueError):
+        analysis.write(0, fused=True)
+    with pytest.raises(ValueError):
+        ns["BlobAnalysis"](4, 4).write(0, ns["blob_stats_kernel"], fused=True)
+
+
 MUTATIONS = {  # (after, old, new): what the tests above must catch
     "a rank one off": ("def resolve_rank_kernel", "-2 - rank", "-1 - rank"),
     "a second blob's row": ("4-connectivity: two blobs", "y + r, y + r,", "y, y,"),
@@ -171,7 +211,8 @@ MUTATIONS = {  # (after, old, new): what the tests above must catch
 
 @pytest.mark.parametrize("mutation", list(MUTATIONS))
 def test_the_checks_catch_broken_fused_kernels(mutation):
-    """Each broken copy of the fused kernels fails the BlobAnalysis checks on some image."""
+    """Each broken copy of the fused kernels fails the BlobAnalysis checks on some image, with
+    the fused write + statistics (write(count, fused=True))."""
     from numba import cuda
 
     broken = example_namespace(*MUTATIONS[mutation])
@@ -184,8 +225,10 @@ def test_the_checks_catch_broken_fused_kernels(mutation):
             stats = ccl.stats_reference(want, count)
             analysis = broken["BlobAnalysis"](h, w)
             try:
-                got = analysis.run(cuda.to_device(np.ascontiguousarray(image.reshape(-1))),
-                                   connectivity)
+                analysis.label(cuda.to_device(np.ascontiguousarray(image.reshape(-1))),
+                               connectivity)
+                got = analysis.number()
+                analysis.write(got, fused=True)
             except Exception:  # noqa: BLE001  (an index out of range: caught too)
                 failures += 1
                 continue
