@@ -57,16 +57,12 @@ def _hardware_load4(instruction: str = LOAD4):
 
     @intrinsic
     def load4(typingctx, array, index):
-        if not (isinstance(array, types.Array) and array.dtype == types.float32
-                and isinstance(index, types.Integer)):
+        if not (_array_of(array, types.float32) and isinstance(index, types.Integer)):
             return None
         result_type = types.UniTuple(types.float32, 4)
 
         def codegen(context, builder, sig, args):
-            array_type, index_type = sig.args
-            data = context.make_array(array_type)(context, builder, value=args[0]).data
-            offset = context.cast(builder, args[1], index_type, types.intp)
-            pointer = builder.gep(data, [offset])
+            pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
             f32 = ir.FloatType()
             asm_type = ir.FunctionType(ir.LiteralStructType([f32] * 4), [pointer.type])
             asm = ir.InlineAsm(asm_type, instruction + " {$0, $1, $2, $3}, [$4];",
