@@ -168,7 +168,7 @@ def driver_stand_in(monkeypatch):
         pointers = (ctypes.c_void_p * len(kinds)).from_address(params)
         values = [kind.from_address(pointers[k]).value for k, kind in enumerate(kinds)]
         launches.append({"handle": int(handle), "grid": (gx, gy, gz), "block": (bx, by, bz),
-                         "shared": shared, "params": values})
+                         "shared": shared, "stream": stream, "params": values})
         return (0,)  # as cuda.bindings: a tuple of the CUresult
 
     monkeypatch.setattr(launch_module, "current_mode", lambda: "gpu")
@@ -195,6 +195,8 @@ def test_fast_path_hands_the_driver_numba_s_parameter_layout(driver_stand_in):
     (call,) = driver_stand_in
     assert (call["handle"], call["grid"], call["block"], call["shared"]) == \
         (0xC0DE, (4, 8, 1), (4, 4, 1), 128)
+    # the default stream, as numba's own launch, already in the bindings' type
+    assert type(call["stream"]).__name__ == "CUstream" and int(call["stream"]) == 0
     x = dict(zip(_array_members(2), call["params"][:9]))
     assert x == {"meminfo": 0, "parent": 0, "nitems": 15, "itemsize": 4, "data": 0x10000,
                  "shape[0]": 3, "shape[1]": 5, "strides[0]": 20, "strides[1]": 4}

@@ -30,6 +30,7 @@ def pooled(monkeypatch):
 
     monkeypatch.setattr(memory, "_active", object())
     monkeypatch.setattr(outputs, "_recyclers", outputs.OrderedDict())
+    monkeypatch.setattr(outputs, "_last", [None, None, None])
     made = []
 
     def make(nbytes=1024):
@@ -116,6 +117,41 @@ def test_few_shapes_are_kept_the_one_used_longest_ago_dropped_first(pooled):
     outputs.recycled_group(1, make())  # used again: now the last to go
     outputs.recycled_group("new", make())
     assert 1 in outputs._recyclers and 2 not in outputs._recyclers
+
+
+def test_recycled_in_a_loop_takes_the_last_key_without_looking_it_up(pooled, monkeypatch):
+    """recycled(): a loop on one shape reuses two arrays, never one the caller holds; another
+    shape in between, memory pressure or a dropped key make it look the key up again."""
+    import numpy as np
+
+    from workbook import memory
+
+    made = []
+
+    def empty(shape, dtype):
+        made.append(StandInArray())
+        return made[-1]
+
+    monkeypatch.setattr(memory, "empty", empty)
+    f32 = np.dtype(np.float32)
+    held = [outputs.recycled((4, 8), f32) for _ in range(2)]  # both held: two arrays
+    y = None
+    for _ in range(6):
+        y = outputs.recycled((4, 8), f32)
+        assert all(y is not h for h in held[-1:])
+        held = [y]
+    assert len(made) == 3 and outputs._last[2] is outputs._recyclers[((4, 8), f32)]
+    other = outputs.recycled((2, 2), f32)  # another key, then back: the cache's arrays again
+    again = outputs.recycled((4, 8), f32)
+    assert other is not again and again is not y and again in made[:3]
+    memory.empty_other_caches()  # memory pressure: nothing kept, no shortcut left
+    assert outputs._last == [None, None, None]
+    fresh = outputs.recycled((4, 8), f32)
+    assert fresh is made[-1] and len(made) == 5
+    for k in range(outputs.MAX_KEYS + 1):  # (4, 8) dropped as the oldest key
+        outputs.recycled((k + 10,), f32)
+    assert ((4, 8), f32) not in outputs._recyclers
+    assert outputs.recycled((4, 8), f32) is made[-1]  # made anew, not the dropped arrays
 
 
 @pytest.mark.gpu
