@@ -347,7 +347,7 @@ def block_max_kernel(x, out):
     values[cuda.threadIdx.x] = x[cuda.grid(1)]
     best = block_max(values)
     out[cuda.grid(1)] = best
-    total = cuda.syncthreads_count(x[cuda.grid(1)] > 0)
+    total = cuda.syncthreads_count(1 if x[cuda.grid(1)] > 0 else 0)  # an int, as on a GPU
     if cuda.threadIdx.x == 0:
         cuda.atomic.add(out, 0, total - total)
 

@@ -5,6 +5,7 @@ simulator mode.
 """
 
 from workbook.sim import (
+    barrier_predicates,
     global_races,
     local_memory,
     sanitizer,
@@ -19,11 +20,12 @@ def install() -> None:
     """Attach the workbook's extensions to the simulator."""
     scheduler.install()
     warp.install()
+    barrier_predicates.install()
     from workbook.sim import foreign  # declare_device: foreign CUDA C functions
 
     foreign.install()
     sanitizer.install()  # last: wraps cuda.shared.array; installs the registered detectors
 
 
-__all__ = ["global_races", "install", "local_memory", "sanitizer", "scheduler", "shared_memory",
-           "shuffle_reads", "warp"]
+__all__ = ["barrier_predicates", "global_races", "install", "local_memory", "sanitizer",
+           "scheduler", "shared_memory", "shuffle_reads", "warp"]
