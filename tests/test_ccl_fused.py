@@ -206,6 +206,12 @@ MUTATIONS = {  # (after, old, new): what the tests above must catch
                                                "n += cuda.shfl_xor_sync(FULL_MASK, n, offset)",
                                                "n += 0"),
     "write skips a cell": ("def cell_label", "while value >= 0:", "if value >= 0:"),
+    "a round takes the parent, not its parent": ("def block_init_compress_kernel",
+                                                 "top_next = roots[top_parent]",
+                                                 "top_next = top_parent"),
+    "no barrier between a round's reads and writes": (
+        "def block_init_compress_kernel", "cuda.syncthreads()  # every read of this round",
+        "pass  # every read of this round"),
 }
 
 
