@@ -20,15 +20,17 @@ workbook/data/05_ccl.json, keeping the parts this script does not write (``tiles
 
 Parts:
   phases       label, number, write + stats, pipeline ms per image and labelling (both
-               labellings write the labels, then run exercise 10's statistics); cupyx label ms
+               labellings write the labels, then run exercise 10's statistics with the packed
+               table, BlobAnalysis's default); cupyx label ms
                and x cupyx (cupyx's time over the pipeline's: above 1 is faster); wall ms,
                cupyx wall ms and x cupyx wall: the same as wall time per call in a loop
   memory       the block labelling (label, number, write the labels) against the memory
                floor: an image in (1 byte a pixel) and its labels out (4 bytes) at the GPU's
                peak bandwidth
-  stats        per-pixel atomics (exercise 9) vs per-block partials (exercise 10) on given
-               labels, and the block labelling's write: the labels alone, then exercise 10
-               (the default), and the fused write + statistics, largest size
+  stats        per-pixel atomics (exercise 9) vs per-block partials (exercise 10) vs exercise
+               10 with the packed table on given labels, and the block labelling's write: the
+               labels alone, then the packed statistics (the default), and the fused write +
+               statistics, largest size
   launches     the block labelling's label phase launch by launch (init + compress, merge,
                resolve + rank), largest size
   propagation  label propagation (exercise 4) vs the block labelling, --propagation-size
@@ -320,9 +322,11 @@ def measure_image(ns, image, connectivity, repeat, wall=(5, 20), largest=None):
                 check_stats(f"{what}, the fused write", analysis.stats, reference, count)
             times["write_fused"] = milliseconds(
                 lambda a=analysis: a.write(count, fused=True), repeat)
-            # exercises 9 and 10 on the labels just written (statistics' default: 10)
+            # exercises 9 and 10 on the labels just written, and the default: exercise 10's
+            # kernel with the packed table
             for kernel, key in ((ns["blob_stats_kernel"], "stats_pixel"),
-                                (None, "stats_block")):
+                                (ns["blob_stats_block_kernel"], "stats_block"),
+                                (None, "stats_packed")):
                 if reference is not None:
                     analysis.statistics(count, kernel)
                     check_stats(f"{what}, {key}", analysis.stats, reference, count)
@@ -393,7 +397,8 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
             b = r["blocks"]
             stat_rows.append([image, r["count"], r["largest"], b["stats_pixel"],
                               b["stats_block"], ratio(b["stats_pixel"], b["stats_block"]),
-                              b["write_labels"], b["write"], b["write_fused"]])
+                              b["stats_packed"], b["write_labels"], b["write"],
+                              b["write_fused"]])
             if f"launch {LABEL_LAUNCHES[0]}" in b:
                 launch_rows.append([image, r["count"], b["label"]]
                                    + [b[f"launch {name}"] for name in LABEL_LAUNCHES])
@@ -412,7 +417,8 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
             "rows": phase_rows,
             "note": "pipeline: BlobAnalysis.run: label (union-find), number (the scan to "
                     "scipy's numbering; one host sync to read K), write + stats (the labels "
-                    "1..K, then exercise 10's statistics on them). labelling 'blocks': "
+                    "1..K, then exercise 10's statistics with the packed table on them). "
+                    "labelling 'blocks': "
                     "section 7's block-based union-find in section 8's fused launches (the "
                     "default; the write adds the scan's tile offsets); 'pixels': exercises 5 "
                     "and 6, numbered as in exercise 8, the relabel. cupyx label: "
@@ -441,16 +447,19 @@ def build_parts(results, propagation, prop_size, repeat, bandwidth, wall=(5, 20)
             "title": f"blob statistics of {'an' if str(largest)[0] == '8' else 'a'} "
                      f"{largest}x{largest} image (labels 1..K given), ms",
             "columns": ["image", "blobs", "largest blob", "per-pixel atomics ms",
-                        "per-block partials ms", "speed-up", "write labels ms",
-                        "write + stats ms", "fused write + stats ms"],
+                        "per-block partials ms", "speed-up", "packed table ms",
+                        "write labels ms", "write + stats ms", "fused write + stats ms"],
             "rows": stat_rows,
             "note": "per-pixel: blob_stats_kernel, seven global atomics per foreground pixel. "
                     "per-block: blob_stats_block_kernel, a shared-memory hash table per tile, "
-                    "one global atomic per blob, tile and field. Both read the labels written "
-                    "before and include the kernel that resets the statistics arrays. write "
-                    "labels: the block labelling's last pass alone (block_write_kernel); write "
-                    "+ stats: BlobAnalysis.write, the default: the labels, then the reset and "
-                    "blob_stats_block_kernel; fused write + stats: write(count, fused=True), "
+                    "one global atomic per blob, tile and field; speed-up: per-pixel over "
+                    "per-block. packed table: blob_stats_packed_kernel, exercise 10's kernel "
+                    "with the table's fields packed (sums in one 64-bit add, bounding box in "
+                    "one 64-bit mask). All read the labels written before and include the kernel "
+                    "that resets the statistics arrays. write labels: the block labelling's "
+                    "last pass alone (block_write_kernel); write + stats: BlobAnalysis.write, "
+                    "the default: the labels, then the reset and blob_stats_packed_kernel; "
+                    "fused write + stats: write(count, fused=True), "
                     "the statistics computed in the labels' pass (block_write_stats_kernel, "
                     "exercise 10's table), with the reset.",
         },

@@ -803,12 +803,13 @@ def test_a_run_prepares_its_launches_once_and_reads_back_once(example_ns, monkey
                  ns["resolve_rank_kernel"]]
         number = [ns["block_scan_kernel"]] * (len(analysis.levels) - 1)  # one level: none
         write = [ns["block_write_kernel"]]
-    else:  # exercises 5, 6 and 8, a whole scan, exercise 10's statistics
+    else:  # exercises 5, 6 and 8, a whole scan
         label = [ns[k] for k in ("uf_init_kernel", "uf_compress_kernel", "copy_kernel",
                                  "uf_merge_kernel", "uf_compress_kernel", "flag_roots_kernel")]
         number = [ns["block_scan_kernel"]] * 2 + [ns["add_offsets_kernel"]]
         write = [ns["relabel_kernel"]]
-    stats = [ns["init_stats_kernel"], ns["blob_stats_block_kernel"]]  # exercise 10's, both
+    # both: exercise 10's statistics with the packed table
+    stats = [ns["init_stats_kernel"], ns["blob_stats_packed_kernel"]]
     for k, (name, image, connectivity) in enumerate(_sequence_images()[:4]):
         for log in (prepared, launched, reads):
             log.clear()

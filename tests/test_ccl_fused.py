@@ -244,3 +244,54 @@ def test_the_checks_catch_broken_fused_kernels(mutation):
                 for f in references.STAT_NAMES)
             failures += not same
     assert failures, mutation
+
+
+PACKED_MUTATIONS = {  # (after, old, new): the packed statistics broken, each must be caught
+    "the row's bit left out": ("def blob_stats_packed_kernel", "    mask |= row_bit\n",
+                               "    pass\n"),
+    "the y sums unpacked from the x sums' bits": ("def blob_stats_packed_kernel",
+                                                  "(packed & 0xFFFF) + n * y_tile",
+                                                  "((packed >> 16) & 0xFFFF) + n * y_tile"),
+    "the warp's masks not combined": ("def blob_stats_packed_kernel",
+                                      "mask |= cuda.shfl_xor_sync(FULL_MASK, mask, offset)",
+                                      "mask |= 0"),
+    "the tile's corner left out of the sums": ("def blob_stats_packed_kernel",
+                                               "((packed >> 16) & 0xFFFF) + n * x_tile",
+                                               "((packed >> 16) & 0xFFFF)"),
+}
+
+
+def _packed_statistics_failures(namespace) -> int:
+    """How many of the images (times two connectivities) get statistics other than numpy's
+    from BlobAnalysis.run, whose default statistics are blob_stats_packed_kernel's."""
+    from numba import cuda
+
+    failures = 0
+    found = _images(namespace)
+    # eight full rows, two tiles wide: each tile's first warp holds one blob, alone
+    found["a warp's rows"] = np.ones((8, 2 * namespace["TILE"]), np.uint8)
+    for name in ("random 0.59", "a warp's rows", "full with holes", "staircase up-right",
+                 "random 0.2"):
+        image = found[name]
+        h, w = image.shape
+        for connectivity in (4, 8):
+            want, count = ccl.scipy_labels(image, connectivity)
+            stats = ccl.stats_reference(want, count)
+            analysis = namespace["BlobAnalysis"](h, w)
+            assert analysis.run(cuda.to_device(np.ascontiguousarray(image.reshape(-1))),
+                                connectivity) == count
+            failures += not all(
+                np.array_equal(analysis.stats[f].copy_to_host()[:count], stats[f])
+                for f in references.STAT_NAMES)
+    return failures
+
+
+def test_packed_statistics_are_numpy_s(ns):
+    assert _packed_statistics_failures(ns) == 0
+
+
+@pytest.mark.parametrize("mutation", list(PACKED_MUTATIONS))
+def test_the_checks_catch_broken_packed_statistics(mutation):
+    """Each broken copy of blob_stats_packed_kernel (BlobAnalysis's default statistics) gives
+    statistics other than numpy's on some of the images the intact one gets right."""
+    assert _packed_statistics_failures(example_namespace(*PACKED_MUTATIONS[mutation])), mutation
