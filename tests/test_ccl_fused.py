@@ -215,7 +215,19 @@ MUTATIONS = {  # (after, old, new): what the tests above must catch
 }
 
 
-@pytest.mark.parametrize("mutation", list(MUTATIONS))
+# A broken pointer jumping leaves parents that are not roots, and the merge then walks forest
+# entries nobody wrote: on a GPU that walk leaves the array and the kernel faults, which ends
+# the process's CUDA context for every later test. They run in the simulator only.
+FAULTS_ON_A_GPU = ("a broken pointer jumping walks unwritten memory: a hard fault on a GPU, "
+                   "which ends the process's CUDA context")
+JUMPING = ("a round takes the parent, not its parent",
+           "no barrier between a round's reads and writes")
+
+
+@pytest.mark.parametrize("mutation", [
+    pytest.param(name, marks=pytest.mark.skipif(workbook.MODE == "gpu" and name in JUMPING,
+                                                reason=FAULTS_ON_A_GPU))
+    for name in MUTATIONS])
 def test_the_checks_catch_broken_fused_kernels(mutation):
     """Each broken copy of the fused kernels fails the BlobAnalysis checks on some image, with
     the fused write + statistics (write(count, fused=True))."""
