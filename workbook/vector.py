@@ -50,30 +50,36 @@ LOAD_HALF8 = "ld.global.nc.v4.b32"
 LOAD_HALF8_ONCE = "ld.global.nc.L1::no_allocate.v4.b32"
 
 
-def _hardware_load4(instruction: str = LOAD4):
+def _hardware_wide_load(name: str, element: str, lanes: int, asm: str):
+    """An intrinsic ``name(array, index)``: one 128-bit load of ``array[index:]`` (a 1-D
+    array of ``element``), returned as ``lanes`` float32 values, by the inline PTX ``asm``,
+    whose operands are the values, then the address."""
     from llvmlite import ir
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
 
-    @intrinsic
-    def load4(typingctx, array, index):
-        if not (_array_of(array, types.float32) and isinstance(index, types.Integer)):
+    def typer(typingctx, array, index):
+        if not (_array_of(array, getattr(types, element)) and isinstance(index, types.Integer)):
             return None
-        result_type = types.UniTuple(types.float32, 4)
+        result_type = types.UniTuple(types.float32, lanes)
 
         def codegen(context, builder, sig, args):
             pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
-            f32 = ir.FloatType()
-            asm_type = ir.FunctionType(ir.LiteralStructType([f32] * 4), [pointer.type])
-            asm = ir.InlineAsm(asm_type, instruction + " {$0, $1, $2, $3}, [$4];",
-                               "=f,=f,=f,=f,l")
-            packed = builder.call(asm, [pointer])
-            values = [builder.extract_value(packed, k) for k in range(4)]
+            asm_type = ir.FunctionType(ir.LiteralStructType([ir.FloatType()] * lanes),
+                                       [pointer.type])
+            packed = builder.call(ir.InlineAsm(asm_type, asm, "=f," * lanes + "l"), [pointer])
+            values = [builder.extract_value(packed, k) for k in range(lanes)]
             return context.make_tuple(builder, result_type, values)
 
         return result_type(array, index), codegen
 
-    return load4
+    typer.__name__ = typer.__qualname__ = name
+    return intrinsic(typer)
+
+
+def _hardware_load4(instruction: str = LOAD4):
+    return _hardware_wide_load("load4", "float32", 4,
+                               instruction + " {$0, $1, $2, $3}, [$4];")
 
 
 def _misaligned(name: str, index, multiple: int) -> IndexError:
@@ -192,39 +198,16 @@ def _hardware_wide():
 
 
 def _hardware_load_half8(instruction: str = LOAD_HALF8):
-    from llvmlite import ir
-    from numba.cuda import types
-    from numba.cuda.extending import intrinsic
-
-    f32 = ir.FloatType()
-
-    @intrinsic
-    def load_half8(typingctx, array, index):
-        if not (_array_of(array, types.float16) and isinstance(index, types.Integer)):
-            return None
-        result_type = types.UniTuple(types.float32, 8)
-
-        def codegen(context, builder, sig, args):
-            pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
-            asm_type = ir.FunctionType(ir.LiteralStructType([f32] * 8), [pointer.type])
-            asm = ir.InlineAsm(
-                asm_type,
-                "{\n\t.reg .b32 w<4>;\n\t.reg .b16 h<8>;\n\t" + instruction +
-                " {w0, w1, w2, w3}, [$8];\n\t"
-                "mov.b32 {h0, h1}, w0;\n\tmov.b32 {h2, h3}, w1;\n\t"
-                "mov.b32 {h4, h5}, w2;\n\tmov.b32 {h6, h7}, w3;\n\t"
-                "cvt.f32.f16 $0, h0;\n\tcvt.f32.f16 $1, h1;\n\t"
-                "cvt.f32.f16 $2, h2;\n\tcvt.f32.f16 $3, h3;\n\t"
-                "cvt.f32.f16 $4, h4;\n\tcvt.f32.f16 $5, h5;\n\t"
-                "cvt.f32.f16 $6, h6;\n\tcvt.f32.f16 $7, h7;\n\t}",
-                "=f,=f,=f,=f,=f,=f,=f,=f,l")
-            packed = builder.call(asm, [pointer])
-            values = [builder.extract_value(packed, k) for k in range(8)]
-            return context.make_tuple(builder, result_type, values)
-
-        return result_type(array, index), codegen
-
-    return load_half8
+    return _hardware_wide_load(
+        "load_half8", "float16", 8,
+        "{\n\t.reg .b32 w<4>;\n\t.reg .b16 h<8>;\n\t" + instruction +
+        " {w0, w1, w2, w3}, [$8];\n\t"
+        "mov.b32 {h0, h1}, w0;\n\tmov.b32 {h2, h3}, w1;\n\t"
+        "mov.b32 {h4, h5}, w2;\n\tmov.b32 {h6, h7}, w3;\n\t"
+        "cvt.f32.f16 $0, h0;\n\tcvt.f32.f16 $1, h1;\n\t"
+        "cvt.f32.f16 $2, h2;\n\tcvt.f32.f16 $3, h3;\n\t"
+        "cvt.f32.f16 $4, h4;\n\tcvt.f32.f16 $5, h5;\n\t"
+        "cvt.f32.f16 $6, h6;\n\tcvt.f32.f16 $7, h7;\n\t}")
 
 
 if current_mode() == "sim":
