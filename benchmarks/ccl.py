@@ -249,7 +249,7 @@ def label_launches(ns, analysis, d_image, connectivity, want, repeat) -> dict:
     tile_sums = a.levels[0][0]
     steps = [
         lambda: a.launch("init", ns["block_init_compress_kernel"], a.grid, block, d_image,
-                         a.roots, a.forest, a.links, h, w, connectivity),
+                         a.roots, a.forest, a.links, h, w, connectivity, a.tables[connectivity]),
         lambda: a.launch("merge", ns["block_merge_kernel"], a.grid, block, a.links, a.roots,
                          a.forest, h, w, connectivity),
         lambda: a.launch("resolve", ns["resolve_rank_kernel"], tile_sums.size,

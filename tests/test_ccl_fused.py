@@ -54,24 +54,55 @@ def _init_compress(ns, image, connectivity):
         for array, name in ((roots, "roots"), (forest, "forest"), (links, "links")):
             watch(array, name)
     ns["block_init_compress_kernel"][ns["block_grid"](h, w), ns["BLOCK"]](
-        d_image, roots, forest, links, h, w, connectivity)
+        d_image, roots, forest, links, h, w, connectivity, ns["init_table"](connectivity))
     return d_image, roots, forest, links
 
 
 @pytest.mark.parametrize("connectivity", [4, 8])
 @pytest.mark.parametrize("name", IMAGE_NAMES)
-def test_init_compress_gives_the_roots_of_the_init(ns, name, connectivity):
-    """roots: the root of every cell in the model's init forest (-1 for empty cells); links:
-    the model's bytes; forest: its own key at each root of the init, untouched elsewhere."""
+def test_init_compress_gives_the_tile_roots_of_the_init(ns, name, connectivity):
+    """roots: every cell's root once the model's init links and the unions inside a tile are
+    made (-1 for empty cells); links: the model's bytes without those unions; forest: its own
+    key at each of those roots, untouched elsewhere."""
     image = _images(ns)[name]
     _, roots, forest, links = _init_compress(ns, image, connectivity)
-    want_forest, want_links = cb.init(image, connectivity, ns["BLOCK"])
-    want_roots = cb.walks(want_forest)[0]
+    want_roots, want_links = cb.tile_roots(image, connectivity, ns["BLOCK"])
     np.testing.assert_array_equal(links.copy_to_host(), want_links.reshape(-1))
     np.testing.assert_array_equal(roots.copy_to_host(), want_roots)
     keys = np.arange(want_roots.size)
     np.testing.assert_array_equal(forest.copy_to_host(),
                                   np.where(want_roots == keys, keys, SENTINEL))
+
+
+U_SHAPE = np.array([[1, 0, 0, 1],
+                    [1, 0, 0, 1],
+                    [1, 1, 1, 1]], np.uint8)
+
+
+@pytest.mark.parametrize("tile, roots, union_kept", [
+    ((4, 4), [0, 0, 0, 0, 0, 0], False),  # one tile: the bottom row's union is made there
+    ((1, 4), [0, 1, 0, 1, 0, 1], True),   # a tile per block column: the union crosses tiles
+])
+def test_tile_roots_of_a_u_shape(tile, roots, union_kept):
+    """Worked by hand: the U's arms link upwards (cells 2 -> 0, 4 -> 2 and 3 -> 1, 5 -> 3);
+    cell 5's pixel (2, 2) also touches (2, 1) on its left, whose square up-left is empty: a
+    LEFT_TOP union for block (1, 1). Made inside the tile, it joins both arms under key 0."""
+    got_roots, got_links = cb.tile_roots(U_SHAPE, 4, tile)
+    np.testing.assert_array_equal(got_roots, roots)
+    pixels = [cb.PIXEL_A | cb.PIXEL_C, cb.PIXEL_B | cb.PIXEL_D, cb.PIXEL_A | cb.PIXEL_B,
+              cb.PIXEL_A | cb.PIXEL_B]
+    pixels[3] |= cb.UNION_LEFT_TOP if union_kept else 0
+    np.testing.assert_array_equal(got_links.reshape(-1), pixels)
+
+
+def test_the_init_table_flags_a_parent_it_has_no_code_for():
+    """A parent that the table cannot encode (here: a tabulation that forgot the code of the
+    bottom cell's left neighbour, which 4-connected bottom cells link to) is reported by
+    init_table instead of becoming a wrong table."""
+    broken = example_namespace("def tabulate_init_kernel", "elif parent == 9:",
+                               "elif parent == -99:")
+    with pytest.raises(ValueError, match="not one of its block's neighbour cells"):
+        broken["init_table"](4)
 
 
 def _first_pixel_cells(image, connectivity):
@@ -206,22 +237,23 @@ MUTATIONS = {  # (after, old, new): what the tests above must catch
                                                "n += cuda.shfl_xor_sync(FULL_MASK, n, offset)",
                                                "n += 0"),
     "write skips a cell": ("def cell_label", "while value >= 0:", "if value >= 0:"),
-    "a round takes the parent, not its parent": ("def block_init_compress_kernel",
-                                                 "top_next = roots[top_parent]",
-                                                 "top_next = top_parent"),
     "no barrier between a round's reads and writes": (
-        "def block_init_compress_kernel", "cuda.syncthreads()  # every read of this round",
+        "def jump_to_roots", "cuda.syncthreads()  # every read of this round",
         "pass  # every read of this round"),
+    "the tile's unions dropped, not made": ("def block_init_compress_kernel",
+                                            "    while True:\n        high = low = -1",
+                                            "    while False:\n        high = low = -1"),
 }
 
 
 # A broken pointer jumping leaves parents that are not roots, and the merge then walks forest
 # entries nobody wrote: on a GPU that walk leaves the array and the kernel faults, which ends
-# the process's CUDA context for every later test. They run in the simulator only.
+# the process's CUDA context for every later test. They run in the simulator only. (A round
+# that takes the parent instead of its parent is not among them: the tile's union rounds then
+# wait for roots that never come, a hang in either mode rather than a failure.)
 FAULTS_ON_A_GPU = ("a broken pointer jumping walks unwritten memory: a hard fault on a GPU, "
                    "which ends the process's CUDA context")
-JUMPING = ("a round takes the parent, not its parent",
-           "no barrier between a round's reads and writes")
+JUMPING = ("no barrier between a round's reads and writes",)
 
 
 @pytest.mark.parametrize("mutation", [

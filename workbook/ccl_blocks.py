@@ -177,9 +177,9 @@ def union_pairs(forest: np.ndarray, links: np.ndarray, shape, connectivity: int)
     return pairs
 
 
-def components(forest: np.ndarray, links: np.ndarray, shape, connectivity: int) -> np.ndarray:
-    """The component of every cell once the forest's links and the unions are made (-1 for
-    empty cells); components are numbered by their smallest key, in key order."""
+def _smallest_keys(forest: np.ndarray, joins) -> np.ndarray:
+    """The smallest key of every cell's component once the forest's links and ``joins``
+    (pairs of arrays of cells) are made; -1 for empty cells."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -188,7 +188,7 @@ def components(forest: np.ndarray, links: np.ndarray, shape, connectivity: int) 
     keys = np.arange(cells)
     valid = forest >= 0
     src, dst = [keys[valid]], [forest[valid]]
-    for _, mine, other in union_pairs(forest, links, shape, connectivity).values():
+    for mine, other in joins:
         ok = (other >= 0) & (mine >= 0)
         src.append(mine[ok])
         dst.append(other[ok])
@@ -197,10 +197,40 @@ def components(forest: np.ndarray, links: np.ndarray, shape, connectivity: int) 
     _, comp = connected_components(graph, directed=False)
     first = np.full(cells, cells, np.int64)
     np.minimum.at(first, comp[valid], keys[valid])
-    root = np.where(valid, first[comp], -1)
-    is_root = valid & (root == keys)
+    return np.where(valid, first[comp], -1)
+
+
+def components(forest: np.ndarray, links: np.ndarray, shape, connectivity: int) -> np.ndarray:
+    """The component of every cell once the forest's links and the unions are made (-1 for
+    empty cells); components are numbered by their smallest key, in key order."""
+    pairs = union_pairs(forest, links, shape, connectivity).values()
+    root = _smallest_keys(forest, [(mine, other) for _, mine, other in pairs])
+    valid = root >= 0
+    is_root = valid & (root == np.arange(root.size))
     rank = np.cumsum(is_root) - is_root
     return np.where(valid, rank[np.maximum(root, 0)], -1)
+
+
+def tile_roots(image: np.ndarray, connectivity: int, tile) -> tuple[np.ndarray, np.ndarray]:
+    """``(roots, links)`` after the fused init of lesson 05: the init's links and the unions
+    whose two cells lie in one tile are made, every cell gets the smallest key of its
+    component inside its tile (-1 for empty cells), and ``links`` keeps only the union bits
+    that cross tiles."""
+    forest, links = init(image, connectivity, tile)
+    _, cols, _ = sizes(image.shape)
+    flat = links.reshape(-1).copy()
+
+    def tile_of(cell):
+        by, bx = cell // cols // 2, cell % cols
+        return (by // tile[1]) * (cols // tile[0] + 1) + bx // tile[0]
+
+    joins = []
+    for name, (block, mine, other) in union_pairs(forest, links, image.shape,
+                                                  connectivity).items():
+        inside = (other >= 0) & (tile_of(mine) == tile_of(np.maximum(other, 0)))
+        flat[block[inside]] &= ~np.uint8(UNIONS[connectivity][name])
+        joins.append((mine[inside], other[inside]))
+    return _smallest_keys(forest, joins), flat.reshape(links.shape)
 
 
 def labels_from_cells(cell_labels: np.ndarray, image: np.ndarray) -> np.ndarray:
