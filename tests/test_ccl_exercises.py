@@ -849,7 +849,8 @@ def test_block_kernels_compile_for_the_gpu():
          # and the fused pipeline of the block labelling
          f"block_init_compress_kernel=void({u8}, {i32}, {i32}, {u8}, int64, int64, int64, "
          "uint16[::1])",
-         "tabulate_init_kernel=void(uint16[::1], int64)",  # your init, in local arrays
+         # your init, run on every case in local arrays
+         "tabulate_init_4_kernel=void(uint16[::1])", "tabulate_init_8_kernel=void(uint16[::1])",
          f"resolve_rank_kernel=void({i32}, {i32}, {i32}, int64)",
          f"block_write_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64, int64)",
          f"block_write_stats_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64, int64, "
@@ -858,12 +859,12 @@ def test_block_kernels_compile_for_the_gpu():
     assert done.returncode == 0, done.stderr[-3000:]
     lines = {line.split(":")[0].removeprefix("ok "): line for line in done.stdout.splitlines()
              if line.startswith("ok ")}
-    assert len(lines) == 13, done.stdout
+    assert len(lines) == 14, done.stdout
     # the init links with plain stores; only the merge (and the statistics) use atomics
     for name in ("block_init_kernel", "resolve_roots_kernel", "resolve_cells_kernel",
                  "block_final_kernel", "init_stats_kernel", "copy_kernel",
                  "block_init_compress_kernel", "resolve_rank_kernel", "block_write_kernel",
-                 "tabulate_init_kernel"):
+                 "tabulate_init_4_kernel", "tabulate_init_8_kernel"):
         assert " 0 other atomics" in lines[name], lines[name]
     # the fused init makes the tile's unions with shared-memory atomics, between barriers
     assert " 0 shared-memory" not in lines["block_init_compress_kernel"], lines

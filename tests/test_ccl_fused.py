@@ -99,7 +99,7 @@ def test_the_init_table_flags_a_parent_it_has_no_code_for():
     """A parent that the table cannot encode (here: a tabulation that forgot the code of the
     bottom cell's left neighbour, which 4-connected bottom cells link to) is reported by
     init_table instead of becoming a wrong table."""
-    broken = example_namespace("def tabulate_init_kernel", "elif parent == 9:",
+    broken = example_namespace("def table_entry", "elif parent == 9:",
                                "elif parent == -99:")
     with pytest.raises(ValueError, match="not one of its block's neighbour cells"):
         broken["init_table"](4)
@@ -339,3 +339,28 @@ def test_the_checks_catch_broken_packed_statistics(mutation):
     """Each broken copy of blob_stats_packed_kernel (BlobAnalysis's default statistics) gives
     statistics other than numpy's on some of the images the intact one gets right."""
     assert _packed_statistics_failures(example_namespace(*PACKED_MUTATIONS[mutation])), mutation
+
+
+def test_blob_analysis_says_which_init_is_missing(monkeypatch):
+    """Before exercise 11, the block labelling still runs under 4-connectivity (its init is
+    given) and asks for init_block_8 under 8-connectivity; any other connectivity is refused."""
+    from numba import cuda
+
+    ns = example_namespace()
+
+    @cuda.jit(device=True)
+    def init_block_8(image, forest, height, width, by, bx, first_col, first_row, last_col):
+        raise NotImplementedError("exercise ccl.block_init")  # the lesson's stub
+
+    monkeypatch.setitem(ns, "init_block_8", init_block_8)
+    monkeypatch.setitem(ns, "INIT_TABLES", {})
+    image = images.random_image(np.random.default_rng(3), (6, 10), 0.5)
+    analysis = ns["BlobAnalysis"](*image.shape)
+    d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
+    with pytest.raises(NotImplementedError, match="init_block_8 \\(exercise 11\\)"):
+        analysis.label(d_image, 8)
+    with pytest.raises(ValueError, match="connectivity must be 4 or 8, not 6"):
+        analysis.label(d_image, 6)
+    want, count = ccl.scipy_labels(image, 4)
+    assert analysis.run(d_image, 4) == count
+    np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(image.shape), want)

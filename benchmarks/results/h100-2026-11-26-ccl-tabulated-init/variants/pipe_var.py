@@ -29,8 +29,9 @@ analysis = ns["BlobAnalysis"](h, w)
 _launch = analysis.launch
 current = {"extra": lambda c: ()}
 def launch(step, kernel, grid, block, *args):
-    if step == "init":
-        args = args + current["extra"](analysis.connectivity)
+    extra = current["extra"](analysis.connectivity) if step == "init" else ()
+    if extra:  # the variant's own table instead of the lesson's
+        args = args[:7] + extra
     _launch(step, kernel, grid, block, *args)
 analysis.launch = launch
 for p, conn in cases:
@@ -58,7 +59,7 @@ for p, conn in cases:
             t_label = time_gpu(lambda: analysis.label(d, conn), warmup=2, repeat=10).median_ms
             grid = analysis.grid
             t_init = time_gpu(lambda: analysis.launch("init", kernel, grid, ns["BLOCK"], d,
-                              analysis.roots, analysis.forest, analysis.links, h, w, conn, *extras[name](conn)),
+                              analysis.roots, analysis.forest, analysis.links, h, w, conn, *(extras[name](conn) or (analysis.tables[conn],))),
                               warmup=2, repeat=10).median_ms
             line.append(f"{name} run {t_run:.3f} label {t_label:.3f} init {t_init:.3f}"
                         f"{'' if same else ' DIFFERENT'}")
