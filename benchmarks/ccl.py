@@ -239,25 +239,15 @@ def library_versions() -> str:
 LABEL_LAUNCHES = ("init + compress", "merge", "resolve + rank")
 
 
-def label_launches(ns, analysis, d_image, connectivity, want, repeat) -> dict:
+def label_launches(analysis, d_image, connectivity, want, repeat) -> dict:
     """The block labelling's label phase launch by launch, in ms: the differences of the
-    times of its first one, two and three launches (the same kernels, arguments and prepared
-    launches as ``BlobAnalysis.label``), after checking that the three, numbered and
-    written, give scipy's labels ``want``."""
-    a, block = analysis, ns["BLOCK"]
-    h, w, n = a.height, a.width, a.size
-    tile_sums = a.levels[0][0]
-    steps = [
-        lambda: a.launch("init", ns["block_init_compress_kernel"], a.grid, block, d_image,
-                         a.roots, a.forest, a.links, h, w, connectivity, a.tables[connectivity]),
-        lambda: a.launch("merge", ns["block_merge_kernel"], a.grid, block, a.links, a.roots,
-                         a.forest, h, w, connectivity),
-        lambda: a.launch("resolve", ns["resolve_rank_kernel"], tile_sums.size,
-                         ns["SCAN_THREADS"], a.forest, a.roots, tile_sums, n),
-    ]
+    times of its first one, two and three launches (``BlobAnalysis.label_launches``: the
+    launches of ``label``), after checking that the three, numbered and written, give
+    scipy's labels ``want``."""
+    a = analysis
+    steps = a.label_launches(d_image, connectivity)
     for step in steps:
         step()
-    a.connectivity = connectivity
     a.number()
     a.write_labels()
     check_labels("the label phase's launches one by one",
@@ -333,7 +323,7 @@ def measure_image(ns, image, connectivity, repeat, wall=(5, 20), largest=None):
                 times[key] = milliseconds(
                     lambda a=analysis, k=kernel: a.statistics(count, k), repeat)
             if size == largest:  # last: the launches leave the forest in the labels
-                times.update(label_launches(ns, analysis, d_image, connectivity, want,
+                times.update(label_launches(analysis, d_image, connectivity, want,
                                             repeat))
         result[labelling] = times
         del analysis
