@@ -243,6 +243,7 @@ class _Results:
         self.students = list(dict.fromkeys(s.student for s in submissions))
         self.entries: dict[str, dict[str, Entry]] = {s: {} for s in self.students}
         self.pending = {s: 0 for s in self.students}
+        self.recorded: set[str] = set()  # the students with a result new in this run
         self.previous: dict[str, dict[str, Entry]] = {}
         for student in self.students:
             path = self.path(student)
@@ -268,7 +269,15 @@ class _Results:
         """Store a new result and rewrite the student's files and the summary."""
         self.entries[sub.student][sub.file] = entry
         self.pending[sub.student] -= 1
+        self.recorded.add(sub.student)
         self.write_student(sub.student)
+        self.write_summary()
+
+    def flush(self) -> None:
+        """Rewrite the files of every student recorded in this run, then the summary: an
+        interrupt may have come in the middle of :meth:`record`, between its writes."""
+        for student in self.recorded:
+            self.write_student(student)
         self.write_summary()
 
     def write_student(self, student: str) -> None:
@@ -446,6 +455,7 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
     except KeyboardInterrupt:
         result.interrupted = True
         client.cancel(list(futures))
+        results.flush()
         console.print(f"[yellow]interrupted:[/] the results so far are in {out}; {len(futures)} "
                       "notebooks are not graded yet: run the same command again to grade them")
     summary = results.summary()

@@ -566,3 +566,31 @@ def test_two_local_clusters_run_side_by_side():
     with local_cluster(envs) as first, local_cluster(envs) as second:
         assert first.scheduler_address != second.scheduler_address
         assert len(first.scheduler_info["workers"]) == len(second.scheduler_info["workers"]) == 1
+
+
+def test_an_interrupt_between_a_result_s_writes_leaves_the_summary_right(tmp_path, monkeypatch):
+    """Ctrl-C can come after a result's own files are written and before the summary is: the
+    flush after the interrupt rewrites the summary from what was recorded (alice done, carol
+    pending), as the interrupted batch's files must say."""
+    from grader.batch import Submission, _Results
+    from grader.batch_reports import Entry
+
+    subs = [Submission("alice", "a.ipynb", tmp_path / "a.ipynb"),
+            Submission("carol", "c.ipynb", tmp_path / "c.ipynb")]
+    results = _Results(tmp_path, "sim", subs)
+    for sub in subs:
+        results.pending[sub.student] += 1
+    results.write_summary()
+    real = results.write_summary
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(results, "write_summary", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        results.record(subs[0], Entry("a.ipynb", "f", error="no exercise cells"))
+    assert (tmp_path / "alice.json").exists()
+    assert "## Pending\n\nalice, carol" in (tmp_path / "summary.md").read_text()  # stale
+    monkeypatch.setattr(results, "write_summary", real)
+    results.flush()
+    assert "## Pending\n\ncarol\n" in (tmp_path / "summary.md").read_text()
