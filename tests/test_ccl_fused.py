@@ -302,6 +302,12 @@ PACKED_MUTATIONS = {  # (after, old, new): the packed statistics broken, each mu
     "the tile's corner left out of the sums": ("def blob_stats_packed_kernel",
                                                "((packed >> 16) & 0xFFFF) + n * x_tile",
                                                "((packed >> 16) & 0xFFFF)"),
+    "two lanes of the 128-bit load swapped": ("def row_labels",
+                                              "out[j], out[j + 1], out[j + 2]",
+                                              "out[j + 1], out[j], out[j + 2]"),
+    "the edge path one pixel to the left": ("def row_labels",
+                                            "labels[y * width + x + j] if",
+                                            "labels[y * width + x + j - 1] if"),
 }
 
 
@@ -314,8 +320,11 @@ def _packed_statistics_failures(namespace) -> int:
     found = _images(namespace)
     # eight full rows, two tiles wide: each tile's first warp holds one blob, alone
     found["a warp's rows"] = np.ones((8, 2 * namespace["TILE"]), np.uint8)
+    # rows of a multiple of 4 pixels: row_labels reads them with 128-bit loads
+    found["random 0.59, width 3 tiles"] = images.random_image(
+        np.random.default_rng(5), (19, 3 * namespace["TILE"]), 0.59)
     for name in ("random 0.59", "a warp's rows", "full with holes", "staircase up-right",
-                 "random 0.2"):
+                 "random 0.2", "random 0.59, width 3 tiles"):
         image = found[name]
         h, w = image.shape
         for connectivity in (4, 8):

@@ -15,7 +15,7 @@ from grader.exercise import Mismatch
 from grader.verify import expect_sum, summation_tolerance
 from workbook import diagrams, recorded
 from workbook.bench import NeedsGPU, bandwidth_gbs, time_gpu
-from workbook.vector import load4, load_half8, store4, store_half8
+from workbook.vector import load4, load4_int32, load_half8, store4, store_half8
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,6 +42,19 @@ def weigh_four(x, out):
 def misaligned_load4(x, out):
     a, b, c, d = load4(x, 1)
     out[0] = a
+
+
+@cuda.jit
+def spread_four_ints(x, out):
+    i = cuda.grid(1)
+    if 4 * i < x.size:
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = load4_int32(x, 4 * i)
+
+
+@cuda.jit
+def misaligned_load4_int32(x, out):
+    a, b, c, d = load4_int32(x, 2)
+    out[0, 0] = a
 
 
 @cuda.jit
@@ -159,6 +172,25 @@ def test_load4_reads_four_elements():
     np.testing.assert_array_equal(out, expected)
 
 
+def test_load4_int32_reads_four_integers_exactly():
+    # values a float32 could not hold: a load that went through floats would round them
+    x = np.array([2**31 - 1, -2**31, 16777217, -1, 0, 7, -16777219, 123456789], np.int32)
+    out = np.zeros((2, 4), np.int32)
+    spread_four_ints[1, 2](x, out)
+    np.testing.assert_array_equal(out, x.reshape(2, 4))
+
+
+@pytest.mark.sim_only
+@pytest.mark.parametrize("array,message", [
+    (np.zeros(8, np.int32), "multiple of 4"),
+    (np.zeros(8, np.int64), "reads an int32 array"),
+], ids=["misaligned", "int64"])
+def test_load4_int32_rejects_misaligned_index_and_other_dtypes(array, message):
+    with pytest.raises((IndexError, TypeError), match=message):
+        (misaligned_load4_int32 if message.startswith("multiple") else spread_four_ints)[1, 1](
+            array, np.zeros((2, 4), np.int32))
+
+
 @pytest.mark.sim_only
 def test_load4_rejects_misaligned_index():
     with pytest.raises(IndexError, match="multiple of 4"):
@@ -250,7 +282,8 @@ from grader.gpu_compile import target
 target.use_real_compiler()
 from numba import cuda, float32
 from numba.cuda.types import float16
-from workbook.vector import load4, load4_once, load_half8, load_half8_once
+from numba import int32
+from workbook.vector import load4, load4_int32, load4_once, load_half8, load_half8_once
 
 def copy4(load):
     def kernel(x, y):
@@ -267,8 +300,10 @@ def copy8(load):
 for name, make, load, dtype in (("load4", copy4, load4, float32),
                                 ("load4_once", copy4, load4_once, float32),
                                 ("load_half8", copy8, load_half8, float16),
-                                ("load_half8_once", copy8, load_half8_once, float16)):
-    ptx, _ = cuda.compile_ptx(make(load), (dtype[::1], float32[::1]), cc=(9, 0))
+                                ("load_half8_once", copy8, load_half8_once, float16),
+                                ("load4_int32", copy4, load4_int32, int32)):
+    out = int32 if dtype is int32 else float32
+    ptx, _ = cuda.compile_ptx(make(load), (dtype[::1], out[::1]), cc=(9, 0))
     loads = sorted({line.split()[0] for line in ptx.splitlines()
                     if line.strip().startswith("ld.global")})
     print(name, *loads)
@@ -277,7 +312,8 @@ for name, make, load, dtype in (("load4", copy4, load4, float32),
 
 def test_read_once_loads_ask_the_l1_not_to_keep_the_data():
     """The PTX of each 128-bit load (compiled for sm_90 without a GPU): the read-once
-    versions add the L1::no_allocate eviction hint of the PTX ISA to the same load."""
+    versions add the L1::no_allocate eviction hint of the PTX ISA to the same load; the int32
+    load is the ordinary (coherent) one, not the read-only .nc path."""
     done = subprocess.run([sys.executable, "-c", READ_ONCE_PTX], capture_output=True,
                           text=True, cwd=ROOT, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -286,4 +322,5 @@ def test_read_once_loads_ask_the_l1_not_to_keep_the_data():
     assert loads == {"load4": "ld.global.nc.v4.f32",
                      "load4_once": "ld.global.nc.L1::no_allocate.v4.f32",
                      "load_half8": "ld.global.nc.v4.b32",
-                     "load_half8_once": "ld.global.nc.L1::no_allocate.v4.b32"}, done.stdout
+                     "load_half8_once": "ld.global.nc.L1::no_allocate.v4.b32",
+                     "load4_int32": "ld.global.v4.s32"}, done.stdout

@@ -6,6 +6,10 @@ float32 array with one ``ld.global.nc.v4.f32`` (read-only data path). The index
 must be a multiple of 4 and the array 16-byte aligned (device allocations are).
 In simulator mode the same call reads four elements and checks the alignment.
 
+``load4_int32(x, i)`` reads four int32 values with one ``ld.global.v4.s32``: not the
+read-only path, so a kernel may use it on an array that it also writes (each thread reading
+entries before any thread writes them).
+
 The same 16 bytes in the other direction and for float16 (eight halves, converted
 to and from float32, the type kernels compute in):
 
@@ -31,43 +35,54 @@ from workbook.mode import current_mode
 
 def _simulated_load4():
     from numba import cuda
+    from numpy import int32
 
     @cuda.jit(device=True)
     def load4(array, index):
         if index % 4 != 0:
-            raise IndexError(
-                f"load4 at index {index}: a 128-bit load needs an index that is a multiple "
-                "of 4 (misaligned address on a GPU)"
-            )
+            raise _misaligned("load4", index, 4)
         return array[index], array[index + 1], array[index + 2], array[index + 3]
 
-    return load4
+    @cuda.jit(device=True)
+    def load4_int32(array, index):
+        if index % 4 != 0:
+            raise _misaligned("load4_int32", index, 4)
+        if array.dtype != int32:
+            raise TypeError(f"load4_int32 reads an int32 array, not {array.dtype}")
+        return array[index], array[index + 1], array[index + 2], array[index + 3]
+
+    return load4, load4_int32
 
 
 LOAD4 = "ld.global.nc.v4.f32"
 LOAD4_ONCE = "ld.global.nc.L1::no_allocate.v4.f32"
+LOAD4_INT32 = "ld.global.v4.s32"
 LOAD_HALF8 = "ld.global.nc.v4.b32"
 LOAD_HALF8_ONCE = "ld.global.nc.L1::no_allocate.v4.b32"
 
 
-def _hardware_wide_load(name: str, element: str, lanes: int, asm: str):
+def _hardware_wide_load(name: str, element: str, lanes: int, asm: str, result: str = "float32"):
     """An intrinsic ``name(array, index)``: one 128-bit load of ``array[index:]`` (a 1-D
-    array of ``element``), returned as ``lanes`` float32 values, by the inline PTX ``asm``,
-    whose operands are the values, then the address."""
+    array of ``element``), returned as ``lanes`` values of ``result`` (float32 or int32), by
+    the inline PTX ``asm``, whose operands are the values, then the address."""
     from llvmlite import ir
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
 
+    value_type, constraint = ((ir.FloatType(), "=f") if result == "float32"
+                              else (ir.IntType(32), "=r"))
+
     def typer(typingctx, array, index):
         if not (_array_of(array, getattr(types, element)) and isinstance(index, types.Integer)):
             return None
-        result_type = types.UniTuple(types.float32, lanes)
+        result_type = types.UniTuple(getattr(types, result), lanes)
 
         def codegen(context, builder, sig, args):
             pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
-            asm_type = ir.FunctionType(ir.LiteralStructType([ir.FloatType()] * lanes),
+            asm_type = ir.FunctionType(ir.LiteralStructType([value_type] * lanes),
                                        [pointer.type])
-            packed = builder.call(ir.InlineAsm(asm_type, asm, "=f," * lanes + "l"), [pointer])
+            packed = builder.call(ir.InlineAsm(asm_type, asm, f"{constraint}," * lanes + "l"),
+                                  [pointer])
             values = [builder.extract_value(packed, k) for k in range(lanes)]
             return context.make_tuple(builder, result_type, values)
 
@@ -80,6 +95,11 @@ def _hardware_wide_load(name: str, element: str, lanes: int, asm: str):
 def _hardware_load4(instruction: str = LOAD4):
     return _hardware_wide_load("load4", "float32", 4,
                                instruction + " {$0, $1, $2, $3}, [$4];")
+
+
+def _hardware_load4_int32():
+    return _hardware_wide_load("load4_int32", "int32", 4,
+                               LOAD4_INT32 + " {$0, $1, $2, $3}, [$4];", result="int32")
 
 
 def _misaligned(name: str, index, multiple: int) -> IndexError:
@@ -211,12 +231,15 @@ def _hardware_load_half8(instruction: str = LOAD_HALF8):
 
 
 if current_mode() == "sim":
-    load4 = load4_once = _simulated_load4()
+    load4, load4_int32 = _simulated_load4()
+    load4_once = load4
     store4, load_half8, store_half8 = _simulated_wide()
     load_half8_once = load_half8
 else:
     load4, load4_once = _hardware_load4(), _hardware_load4(LOAD4_ONCE)
+    load4_int32 = _hardware_load4_int32()
     store4, load_half8, store_half8 = _hardware_wide()
     load_half8_once = _hardware_load_half8(LOAD_HALF8_ONCE)
 
-__all__ = ["load4", "load4_once", "load_half8", "load_half8_once", "store4", "store_half8"]
+__all__ = ["load4", "load4_int32", "load4_once", "load_half8", "load_half8_once", "store4",
+           "store_half8"]
