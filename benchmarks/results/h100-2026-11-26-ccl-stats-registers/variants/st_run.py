@@ -13,14 +13,14 @@ from workbook.bench import time_gpu  # noqa: E402
 ns = example_namespace()
 KERNELS = ("blob_stats_packed_kernel", "resolve_rank_kernel", "block_write_kernel",
            "block_merge_kernel", "block_init_compress_kernel")
-original = {name: ns[name] for name in KERNELS}
+original = {name: ns[name] for name in KERNELS + ("BlobAnalysis",)}
 variants = {"lesson": {}}
 for spec in sys.argv[1:]:
     name, paths = spec.split("=")
     space = dict(ns)
     for path in paths.split("+"):
         exec(open(path).read(), space)
-    variants[name] = {k: space[k] for k in KERNELS if space[k] is not ns[k]}
+    variants[name] = {k: space[k] for k in KERNELS + ("BlobAnalysis",) if space[k] is not ns[k]}
 gpu = workbook.MODE == "gpu"
 sizes = [int(v) for v in os.environ.get("SIZES", "8192,2048" if gpu else "37").split(",")]
 cases = [(p, c) for p in (0.1, 0.3, 0.5, 0.59, 0.9) for c in (4, 8)]
@@ -28,7 +28,6 @@ if os.environ.get("CASES"):
     cases = [c for c in cases if f"{c[0]}/{c[1]}" in os.environ["CASES"].split(",")]
 for side in sizes:
     for h, w in ((side, side), (side, side + 6)) if not gpu else ((side, side),):
-        a = ns["BlobAnalysis"](h, w)
         for p, conn in cases:
             rng = np.random.default_rng(1)
             img = (rng.random((h, w), dtype=np.float32) < p).astype(np.uint8)
@@ -37,7 +36,7 @@ for side in sizes:
             for name, kernel in variants.items():
                 ns.update(original)
                 ns.update(kernel)
-                a.prepared.clear()
+                a = ns["BlobAnalysis"](h, w)
                 k = a.run(d, conn)
                 got = [a.labels.copy_to_host()] + [f.copy_to_host()[:k] for f in a.fields]
                 ref = got if ref is None else ref
