@@ -243,6 +243,8 @@ MUTATIONS = {  # (after, old, new): what the tests above must catch
     "the tile's unions dropped, not made": ("def block_init_compress_kernel",
                                             "    while True:\n        high = low = -1",
                                             "    while False:\n        high = low = -1"),
+    "a neighbour read one column short": ("def neighbourhood", "(image[above + U3] != 0) << 3",
+                                          "(image[above + U2] != 0) << 3"),
 }
 
 
