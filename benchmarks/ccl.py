@@ -92,6 +92,23 @@ def random_image(size: int, p: float, seed: int) -> np.ndarray:
     return image
 
 
+WARM_UP_S = 1.0  # seconds of GPU work before the first measurement
+
+
+def warm_up(ns, size: int, seconds: float = WARM_UP_S) -> None:
+    """Keeps the GPU busy with blob analyses of a ``size`` x ``size`` image for ``seconds``:
+    an idle GPU's clocks take a while to ramp up. Without this, two recorded runs timed the
+    run of their first image (2048^2, p = 0.1) 2.9x and 1.5x as long as other runs did."""
+    from numba import cuda
+
+    image = cuda.to_device(random_image(size, 0.5, seed=99).reshape(-1))
+    analysis = ns["BlobAnalysis"](size, size)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        analysis.run(image, 8)
+    cuda.synchronize()
+
+
 def milliseconds(fn, repeat: int) -> float:
     """Median time of fn() in ms: CUDA events on a GPU, one wall-clock run in the simulator."""
     if workbook.MODE == "gpu":
@@ -570,6 +587,8 @@ def main(argv=None) -> int:
               "versions": library_versions(), "parts": {}}
     results, propagation = {}, {}
     prop_size = min(args.propagation_size, max(sizes))
+    if workbook.MODE == "gpu":
+        warm_up(ns, sizes[0])
     wall = (args.wall_loops, args.wall_calls)
     for size in sizes:
         for k, p in enumerate(densities):
