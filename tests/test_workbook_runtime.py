@@ -277,6 +277,16 @@ def test_wide_accesses_reject_misaligned_indices(kernel, args, multiple):
         kernel[1, 1](*args)
 
 
+@pytest.mark.sim_only
+@pytest.mark.parametrize("x,y,message", [
+    (np.zeros(8, np.float32), np.zeros(8, np.float16), "load_half8 reads a float16 array"),
+    (np.zeros(8, np.float16), np.zeros(8, np.float32), "store_half8 writes a float16 array"),
+], ids=["load from float32", "store to float32"])
+def test_half_accesses_reject_other_dtypes(x, y, message):
+    with pytest.raises(TypeError, match=message):
+        halves_through_float32[1, 1](x, y, np.zeros(1, np.float32))
+
+
 READ_ONCE_PTX = r'''
 from grader.gpu_compile import target
 target.use_real_compiler()

@@ -33,22 +33,29 @@ from __future__ import annotations
 from workbook.mode import current_mode
 
 
+def _check_access(name: str, array, index, multiple: int, dtype=None, verb: str = "reads"):
+    """The simulator's checks of a 128-bit access: an index that is a multiple of
+    ``multiple`` and, where given, the array's ``dtype``."""
+    if index % multiple != 0:
+        raise _misaligned(name, index, multiple)
+    if dtype is not None and array.dtype != dtype:
+        kind = dtype.__name__
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise TypeError(f"{name} {verb} {article} {kind} array, not {array.dtype}")
+
+
 def _simulated_load4():
     from numba import cuda
     from numpy import int32
 
     @cuda.jit(device=True)
     def load4(array, index):
-        if index % 4 != 0:
-            raise _misaligned("load4", index, 4)
+        _check_access("load4", array, index, 4)
         return array[index], array[index + 1], array[index + 2], array[index + 3]
 
     @cuda.jit(device=True)
     def load4_int32(array, index):
-        if index % 4 != 0:
-            raise _misaligned("load4_int32", index, 4)
-        if array.dtype != int32:
-            raise TypeError(f"load4_int32 reads an int32 array, not {array.dtype}")
+        _check_access("load4_int32", array, index, 4, int32)
         return array[index], array[index + 1], array[index + 2], array[index + 3]
 
     return load4, load4_int32
@@ -115,8 +122,7 @@ def _simulated_wide():
 
     @cuda.jit(device=True)
     def store4(array, index, a, b, c, d):
-        if index % 4 != 0:
-            raise _misaligned("store4", index, 4)
+        _check_access("store4", array, index, 4)
         array[index] = a
         array[index + 1] = b
         array[index + 2] = c
@@ -124,18 +130,12 @@ def _simulated_wide():
 
     @cuda.jit(device=True)
     def load_half8(array, index):
-        if index % 8 != 0:
-            raise _misaligned("load_half8", index, 8)
-        if array.dtype != float16:
-            raise TypeError(f"load_half8 reads a float16 array, not {array.dtype}")
+        _check_access("load_half8", array, index, 8, float16)
         return tuple(float32(array[index + k]) for k in range(8))
 
     @cuda.jit(device=True)
     def store_half8(array, index, v0, v1, v2, v3, v4, v5, v6, v7):
-        if index % 8 != 0:
-            raise _misaligned("store_half8", index, 8)
-        if array.dtype != float16:
-            raise TypeError(f"store_half8 writes a float16 array, not {array.dtype}")
+        _check_access("store_half8", array, index, 8, float16, "writes")
         with errstate(over="ignore"):  # beyond 65504 is inf, as cvt.rn.f16.f32 gives
             for k, value in enumerate((v0, v1, v2, v3, v4, v5, v6, v7)):
                 array[index + k] = float16(value)
