@@ -13,14 +13,14 @@ from workbook.bench import time_gpu  # noqa: E402
 ns = example_namespace()
 KERNELS = ("blob_stats_packed_kernel", "resolve_rank_kernel", "block_write_kernel",
            "block_merge_kernel", "block_init_compress_kernel")
-original = {name: ns[name] for name in KERNELS + ("BlobAnalysis",)}
+original = {name: ns[name] for name in KERNELS + ("BlobAnalysis", "STATS_THREADS")}
 variants = {"lesson": {}}
 for spec in sys.argv[1:]:
     name, paths = spec.split("=")
     space = dict(ns)
     for path in paths.split("+"):
         exec(open(path).read(), space)
-    variants[name] = {k: space[k] for k in KERNELS + ("BlobAnalysis",) if space[k] is not ns[k]}
+    variants[name] = {k: space[k] for k in KERNELS + ("BlobAnalysis", "STATS_THREADS") if space[k] is not ns[k]}
 gpu = workbook.MODE == "gpu"
 sizes = [int(v) for v in os.environ.get("SIZES", "8192,2048" if gpu else "37").split(",")]
 cases = [(p, c) for p in (0.1, 0.3, 0.5, 0.59, 0.9) for c in (4, 8)]
