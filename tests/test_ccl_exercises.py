@@ -808,8 +808,8 @@ def test_a_run_prepares_its_launches_once_and_reads_back_once(example_ns, monkey
                                  "uf_merge_kernel", "uf_compress_kernel", "flag_roots_kernel")]
         number = [ns["block_scan_kernel"]] * 2 + [ns["add_offsets_kernel"]]
         write = [ns["relabel_kernel"]]
-    # both: exercise 10's statistics with the packed table
-    stats = [ns["init_stats_kernel"], ns["blob_stats_packed_kernel"]]
+    # both: exercise 10's statistics with the packed table, in the shape for K blobs
+    seen = set()
     for k, (name, image, connectivity) in enumerate(_sequence_images()[:4]):
         for log in (prepared, launched, reads):
             log.clear()
@@ -817,12 +817,18 @@ def test_a_run_prepares_its_launches_once_and_reads_back_once(example_ns, monkey
         assert count == ccl.scipy_labels(image, connectivity)[1], name
         assert reads == ["copy_to_host"], (name, reads)
         # the labels, then the reset and the statistics only where there are blobs
+        stats = [ns["init_stats_kernel"], ns["packed_stats_for"](count, image.size)]
         expected = label + number + write + (stats if count else [])
         assert launched == expected, (name, [kernel.__name__ for kernel in launched])
         if k == 0:
             assert prepared == launched, name
-        else:  # later runs: only what no earlier run launched (none after a run with blobs)
-            assert prepared == [], (name, prepared)
+        else:  # later runs: only what no earlier run launched
+            assert prepared == [kernel for kernel in launched if kernel not in seen], name
+        seen.update(launched)
+
+
+PACKED_KERNELS = ("blob_stats_packed_kernel", "blob_stats_packed_many_blobs",
+                  "blob_stats_packed_few_blobs")
 
 
 @pytest.mark.slow
@@ -854,12 +860,15 @@ def test_block_kernels_compile_for_the_gpu():
          f"resolve_rank_kernel=void({i32}, {i32}, {i32}, int64)",
          f"block_write_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64, int64)",
          f"block_write_stats_kernel=void({u8}, {i32}, {i32}, {i32}, int64, int64, int64, "
-         + ", ".join([i32] * 5 + [i64] * 2) + ")"],
+         + ", ".join([i32] * 5 + [i64] * 2) + ")",
+         # the packed statistics in their three thread shapes
+         *(f"{name}=void({i32}, int64, int64, " + ", ".join([i32] * 5 + [i64] * 2) + ")"
+           for name in PACKED_KERNELS)],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = {line.split(":")[0].removeprefix("ok "): line for line in done.stdout.splitlines()
              if line.startswith("ok ")}
-    assert len(lines) == 14, done.stdout
+    assert len(lines) == 17, done.stdout
     # the init links with plain stores; only the merge (and the statistics) use atomics
     for name in ("block_init_kernel", "resolve_roots_kernel", "resolve_cells_kernel",
                  "block_final_kernel", "init_stats_kernel", "copy_kernel",
@@ -868,10 +877,11 @@ def test_block_kernels_compile_for_the_gpu():
         assert " 0 other atomics" in lines[name], lines[name]
     # the fused init makes the tile's unions with shared-memory atomics, between barriers
     assert " 0 shared-memory" not in lines["block_init_compress_kernel"], lines
-    for name in ("block_merge_kernel", "block_write_stats_kernel"):
+    for name in ("block_merge_kernel", "block_write_stats_kernel", *PACKED_KERNELS):
         assert " 0 other atomics" not in lines[name], lines[name]
-    # the fused statistics: exercise 10's table in shared memory, its barriers
-    assert " 0 shared-memory" not in lines["block_write_stats_kernel"], lines
+    # the fused and the packed statistics: exercise 10's table in shared memory
+    for name in ("block_write_stats_kernel", *PACKED_KERNELS):
+        assert " 0 shared-memory" not in lines[name], lines[name]
 
 
 # --- benchmarks/ccl.py -------------------------------------------------------------------------

@@ -335,9 +335,11 @@ def _packed_statistics_failures(namespace) -> int:
             analysis = namespace["BlobAnalysis"](h, w)
             assert analysis.run(cuda.to_device(np.ascontiguousarray(image.reshape(-1))),
                                 connectivity) == count
-            failures += not all(
-                np.array_equal(analysis.stats[f].copy_to_host()[:count], stats[f])
-                for f in references.STAT_NAMES)
+            for kernel in namespace["PACKED_STATS_THREADS"]:  # each thread shape
+                analysis.statistics(count, kernel)
+                failures += not all(
+                    np.array_equal(analysis.stats[f].copy_to_host()[:count], stats[f])
+                    for f in references.STAT_NAMES)
     return failures
 
 
