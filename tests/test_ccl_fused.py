@@ -347,6 +347,22 @@ def test_packed_statistics_are_numpy_s(ns):
     assert _packed_statistics_failures(ns) == 0
 
 
+def test_the_statistics_shape_follows_the_blobs_per_pixel(ns):
+    """The lesson's policy, in blobs per pixel: a 64 x 64 checkerboard under 4-connectivity
+    (2048 blobs, 0.5 per pixel) gets the many-blob shape, 1 blob in it the few-blob shape,
+    and 5 % (between the lesson's 3.5 % and 10 %) exercise 10's own shape, PIXELS wide."""
+    pick, pixels = ns["packed_stats_for"], 64 * 64
+    assert pick(2048, pixels) is ns["blob_stats_packed_many_blobs"]
+    assert pick(1, pixels) is ns["blob_stats_packed_few_blobs"]
+    assert pick(round(0.05 * pixels), pixels) is ns["blob_stats_packed_kernel"]
+    assert pick(0, 0) is ns["blob_stats_packed_few_blobs"]  # an empty image: no division
+    shapes = ns["PACKED_STATS_THREADS"]
+    tile, pixels_per_thread = ns["TILE"], ns["PIXELS"]
+    assert shapes[ns["blob_stats_packed_kernel"]] == (tile // pixels_per_thread, tile)
+    assert shapes[ns["blob_stats_packed_many_blobs"]] == (2 * tile // pixels_per_thread, tile)
+    assert shapes[ns["blob_stats_packed_few_blobs"]] == (tile // pixels_per_thread // 2, tile)
+
+
 @pytest.mark.parametrize("mutation", list(PACKED_MUTATIONS))
 def test_the_checks_catch_broken_packed_statistics(mutation):
     """Each broken copy of blob_stats_packed_kernel (BlobAnalysis's default statistics) gives
