@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import traceback
 from collections.abc import Callable, Iterable
@@ -160,34 +161,106 @@ def grader_version() -> str:
 
 
 def grade_submission(name: str, shown_as: str, content: bytes, options: dict) -> dict:
-    """Grade one notebook (a Dask task): ``{"report": ...}``, ``{"error": ...}`` or
-    ``{"skipped": ...}``, plain data. The notebook travels as bytes, so workers need
-    no file system shared with the instructor's machine."""
-    from grader.grade import exercises_in, grade_notebook
+    """Grade one notebook: ``{"report": ...}``, ``{"error": ...}`` or ``{"skipped": ...}``,
+    plain data (see :func:`grade_submissions`)."""
+    return grade_submissions([(name, shown_as, content)], options)[0]
+
+
+def grade_submissions(items: list[tuple[str, str, bytes]], options: dict) -> list[dict]:
+    """Grade a few notebooks, each given as (file name, name shown in messages, content), in
+    one Dask task: for each, ``{"report": ...}``, ``{"error": ...}`` or ``{"skipped": ...}``,
+    plain data. The notebooks travel as bytes, so workers need no file system shared with
+    the instructor's machine.
+
+    Their check, sanitize and simulate stages run one notebook after the other, then one
+    ncu run per lesson profiles them together (:func:`grader.grade.profile_and_report`):
+    Nsight Compute profiles one process at a time, and each process holds it until it
+    exits, so a batch pays that exit and the wait for the next process once per task
+    instead of once per notebook (:func:`group_size`). Each notebook keeps its kernel cache
+    until then."""
+    from grader import kernel_cache
+    from grader.grade import exercises_in, run_stages
     from grader.notebook import NotebookError, load
 
     worker = _worker_address()
+    outcomes: list[dict] = [{} for _ in items]
+    staged = []  # (index, its grader.grade.Staged)
     with tempfile.TemporaryDirectory(prefix="grader-batch-") as tmp:
-        path = Path(tmp) / Path(name).name
-        path.write_bytes(content)
         try:
-            notebook = load(path)
-            ids = exercises_in(notebook, list(options["exercises"]))
-            if ids is None:
-                return {"skipped": f"lesson {notebook.lesson} has none of the selected "
-                                   "exercises", "worker": worker}
-            report = grade_notebook(notebook, options["mode"], options["timeout"],
-                                    options["seed"], exercises=ids, metrics=options["metrics"],
-                                    sanitizers=options["sanitizers"])
-        except NotebookError as exc:
-            return {"error": str(exc).replace(str(path), shown_as), "worker": worker}
-        except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
-            return {"error": "the grader failed on this notebook:\n"
-                             + traceback.format_exc(limit=-4).replace(str(path), shown_as),
-                    "worker": worker}
-    data = report.to_dict()
-    data["path"] = shown_as
-    return {"report": data, "worker": worker}
+            for k, (name, shown_as, content) in enumerate(items):
+                path = Path(tmp) / str(k) / Path(name).name
+                path.parent.mkdir()
+                path.write_bytes(content)
+                try:
+                    notebook = load(path)
+                    ids = exercises_in(notebook, list(options["exercises"]))
+                    if ids is None:
+                        outcomes[k] = {"skipped": f"lesson {notebook.lesson} has none of the "
+                                                  "selected exercises"}
+                        continue
+                    with kernel_cache.for_notebook(options["mode"], remove=False) as folder:
+                        try:
+                            staged.append((k, run_stages(
+                                notebook, options["mode"], options["timeout"], options["seed"],
+                                exercises=ids, metrics=options["metrics"],
+                                sanitizers=options["sanitizers"])))
+                        except BaseException:
+                            _remove(folder)
+                            raise
+                except NotebookError as exc:
+                    outcomes[k] = {"error": str(exc).replace(str(path), shown_as)}
+                except Exception:  # noqa: BLE001  (the grader's own failure: reported)
+                    outcomes[k] = {"error": _grader_failure(str(path), shown_as)}
+            if staged:
+                outcomes_of_staged = _profile_and_report(staged, items, tmp)
+                for (k, _), outcome in zip(staged, outcomes_of_staged):
+                    outcomes[k] = outcome
+        finally:
+            for _, notebook_staged in staged:
+                _remove(notebook_staged.kernels)
+    return [{**outcome, "worker": worker} for outcome in outcomes]
+
+
+def _profile_and_report(staged: list, items: list[tuple[str, str, bytes]],
+                        tmp: str) -> list[dict]:
+    """The profile stage and reports of the staged notebooks of :func:`grade_submissions`."""
+    from grader import kernel_cache
+    from grader.grade import profile_and_report
+
+    first = next((s.kernels for _, s in staged if s.kernels), None)
+    try:
+        with kernel_cache.for_notebook(staged[0][1].report.mode, first, remove=False):
+            reports = profile_and_report([s for _, s in staged])
+    except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
+        return [{"error": _grader_failure(tmp, items[k][1])} for k, _ in staged]
+    outcomes = []
+    for (k, _), report in zip(staged, reports):
+        data = report.to_dict()
+        data["path"] = items[k][1]
+        outcomes.append({"report": data})
+    return outcomes
+
+
+PROFILE_GROUP_MAX = 3  # notebooks a batch task grades and profiles together, at most
+
+
+def group_size(notebooks: int, workers: int, options: Options) -> int:
+    """How many notebooks a task of the batch grades (:func:`grade_submissions`): in gpu mode
+    with metrics, up to :data:`PROFILE_GROUP_MAX`, about two tasks per worker (the last
+    tasks of a batch keep it waiting); else one."""
+    if options.mode != "gpu" or not options.metrics:
+        return 1
+    return max(1, min(PROFILE_GROUP_MAX, round(notebooks / (2 * max(1, workers)))))
+
+
+def _grader_failure(path: str, shown_as: str) -> str:
+    return ("the grader failed on this notebook:\n"
+            + traceback.format_exc(limit=-4).replace(path, shown_as))
+
+
+def _remove(folder: str | None) -> None:
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _worker_address() -> str:
@@ -400,6 +473,7 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
     results = _Results(out, options.mode, submissions)
     payload = {**asdict(options), "exercises": list(options.exercises)}
     futures = {}
+    to_grade = []  # (submission, fingerprint, content)
     for sub in submissions:
         results.pending[sub.student] += 1
     for sub in submissions:
@@ -421,9 +495,16 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
             results.pending[sub.student] -= 1
             result.reused.append(sub.key)
             continue
-        future = client.submit(grade_submission, sub.path.name, str(sub.path), content, payload,
-                               pure=False)
-        futures[future] = (sub, fingerprint)
+        to_grade.append((sub, fingerprint, content))
+    # a task grades a few notebooks, those of one assignment (file name) where it can
+    to_grade.sort(key=lambda item: (item[0].file, item[0].student))
+    size = group_size(len(to_grade), result.workers, options)
+    for start in range(0, len(to_grade), size):
+        group = to_grade[start:start + size]
+        future = client.submit(grade_submissions,
+                               [(sub.path.name, str(sub.path), content)
+                                for sub, _, content in group], payload, pure=False)
+        futures[future] = [(sub, fingerprint) for sub, fingerprint, _ in group]
     for student, pending in results.pending.items():
         if not pending:  # all kept: files that an older grader did not write are added
             results.write_student(student)
@@ -431,32 +512,34 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
     if result.reused:
         console.print(f"{len(result.reused)} of {len(submissions)} submissions unchanged since "
                       f"they were graded: kept")
-    console.print(f"grading {len(futures)} notebooks on {result.workers} workers "
+    console.print(f"grading {len(to_grade)} notebooks on {result.workers} workers "
                   f"({options.mode} mode), results in {out}")
     try:
         with progress:
-            task = progress.add_task("grading", total=len(futures))
+            task = progress.add_task("grading", total=len(to_grade))
             for future in as_completed(list(futures), loop=client.loop):
-                sub, fingerprint = futures.pop(future)
+                group = futures.pop(future)
                 try:
-                    outcome = future.result()
-                except Exception as exc:  # noqa: BLE001  (a lost worker: that student only)
-                    outcome = {"error": f"the grading task failed ({type(exc).__name__}: "
-                                        f"{exc}); a re-run retries it"}
-                entry = Entry(sub.file, fingerprint, outcome.get("report"), outcome.get("error"),
-                              outcome.get("skipped"))
-                results.record(sub, entry)
-                (result.errors if entry.error is not None else result.graded).append(sub.key)
-                result.exercises += len((entry.report or {}).get("exercises", []))
-                progress.console.print(_line(sub, entry))
-                progress.advance(task)
-                if on_result:
-                    on_result(sub, entry)
+                    outcomes = future.result()
+                except Exception as exc:  # noqa: BLE001  (a lost worker: those students only)
+                    outcomes = [{"error": f"the grading task failed ({type(exc).__name__}: "
+                                          f"{exc}); a re-run retries it"}] * len(group)
+                for (sub, fingerprint), outcome in zip(group, outcomes):
+                    entry = Entry(sub.file, fingerprint, outcome.get("report"),
+                                  outcome.get("error"), outcome.get("skipped"))
+                    results.record(sub, entry)
+                    (result.errors if entry.error is not None else result.graded).append(sub.key)
+                    result.exercises += len((entry.report or {}).get("exercises", []))
+                    progress.console.print(_line(sub, entry))
+                    progress.advance(task)
+                    if on_result:
+                        on_result(sub, entry)
     except KeyboardInterrupt:
         result.interrupted = True
         client.cancel(list(futures))
         results.flush()
-        console.print(f"[yellow]interrupted:[/] the results so far are in {out}; {len(futures)} "
+        waiting = sum(len(group) for group in futures.values())
+        console.print(f"[yellow]interrupted:[/] the results so far are in {out}; {waiting} "
                       "notebooks are not graded yet: run the same command again to grade them")
     summary = results.summary()
     result.students = {row["student"]: row["status"] for row in summary.rows()[1]}

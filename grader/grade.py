@@ -1,6 +1,8 @@
 """Grade notebooks: one pipeline of four stages over the exercises of a notebook.
 
-:func:`grade_notebook` reads top to bottom:
+:func:`grade_notebook` reads top to bottom; :func:`run_stages` does its steps 1 and 2,
+:func:`profile_and_report` steps 3 and 4 (``grader batch`` profiles two or three notebooks
+of a task in one ncu run):
 
 1. select the exercises to grade (the lesson's, or those named), in notebook order;
 2. run three stages side by side (:func:`side_by_side`):
@@ -17,8 +19,7 @@
    check has produced a result they can judge (a kernel that ran to the end), and their
    findings amend only such results;
 3. profile (:mod:`grader.stages.profile`) -- one ncu run for the metric rules of the
-   exercises that passed (gpu mode), alone on the GPU, since concurrent work would distort
-   its timings;
+   exercises that passed (gpu mode), after the notebook's other stages;
 4. finish each result (metric rules not assessed, notes on skipped stages) into the report.
 
 Each exercise's time is recorded by phase: ``check``, ``memcheck``, ``racecheck``,
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -120,8 +122,42 @@ def grade_notebook(
     on_phase: PhaseCallback | None = None,
 ) -> NotebookReport:
     """Grade the lesson's exercises (or those named in ``exercises``) in ``notebook``."""
-    import time
+    with kernel_cache.for_notebook(mode):  # the stages' processes share compiled kernels
+        staged = run_stages(notebook, mode, timeout, seed, exercises=exercises,
+                            metrics=metrics, sanitizers=sanitizers, on_phase=on_phase)
+        (report,) = profile_and_report([staged], on_result, on_phase)
+    return report
 
+
+@dataclass
+class Staged:
+    """A notebook after the stages that run side by side: what the profile stage and the
+    report still need (a batch profiles two or three notebooks in one ncu run)."""
+
+    report: NotebookReport  # its warnings so far, no exercises yet
+    chosen: list[str]  # the exercises to report, in the lesson's order
+    order: list[str]  # those with a cell, in notebook order
+    cells: list[dict]
+    results: dict[str, ExerciseResult]
+    timeout: float
+    metrics: bool
+    sanitizers: bool
+    kernels: str | None  # the notebook's kernel cache (grader.kernel_cache), if it has one
+
+
+def run_stages(
+    notebook: LessonNotebook,
+    mode: str,
+    timeout: float | None = None,
+    seed: int | None = None,
+    *,
+    exercises: Sequence[str] = (),
+    metrics: bool = True,
+    sanitizers: bool = True,
+    on_phase: PhaseCallback | None = None,
+) -> Staged:
+    """Steps 1 and 2 of :func:`grade_notebook`: choose the exercises, then check, sanitize
+    and simulate them side by side."""
     start = time.monotonic()
     # 1. select the exercises: those chosen that have a cell, in notebook order
     chosen = selected_exercises(notebook, exercises)
@@ -134,29 +170,55 @@ def grade_notebook(
     cells = ([asdict(c) for c in notebook.program_for(order[-1])] if order else [])
     timeout = timeout or DEFAULT_TIMEOUT[mode]
     progress = on_phase or (lambda phase, exercise_id: None)
+    # 2. check || sanitize || simulate
+    results = side_by_side(order, cells, mode, timeout, seed, sanitizers, progress)
+    report.seconds = time.monotonic() - start
+    return Staged(report, [e.id for e in chosen], order, cells, results, timeout, metrics,
+                  sanitizers, kernel_cache.cache_dir())
 
-    with kernel_cache.for_notebook(mode):  # the stages' processes share compiled kernels
-        # 2. check || sanitize || simulate
-        results = side_by_side(order, cells, mode, timeout, seed, sanitizers, progress)
-        # 3. profile the exercises that passed
-        if mode == "gpu" and metrics:
-            passed = [i for i in order if i in results and results[i].passed]
-            for exercise_id, profiled in profile.run(passed, cells, timeout, progress).items():
-                profile.apply(results[exercise_id], profiled)
-    # 4. finish each result into the report
-    for exercise in chosen:
+
+def profile_and_report(staged: list[Staged],
+                       on_result: Callable[[ExerciseResult], None] | None = None,
+                       on_phase: PhaseCallback | None = None) -> list[NotebookReport]:
+    """Steps 3 and 4 of :func:`grade_notebook` for one or more notebooks: profile the
+    exercises that passed (several notebooks of a lesson in one ncu run, each with its own
+    kernel cache), then finish each result into its notebook's report."""
+    start = time.monotonic()
+    progress = on_phase or (lambda phase, exercise_id: None)
+    # 3. profile the exercises that passed
+    profiled = [s for s in staged if s.report.mode == "gpu" and s.metrics]
+    if profiled:
+        passed = [[i for i in s.order if i in s.results and s.results[i].passed]
+                  for s in profiled]
+        several = len(profiled) > 1
+        notebooks = [(ids, s.cells, s.kernels if several else None)
+                     for ids, s in zip(passed, profiled)]
+        for s, outcome in zip(profiled, profile.run_several(notebooks, profiled[0].timeout,
+                                                            progress)):
+            for exercise_id, measured in outcome.items():
+                profile.apply(s.results[exercise_id], measured)
+    shared = (time.monotonic() - start) / len(staged)
+    return [_report(s, shared, on_result) for s in staged]
+
+
+def _report(staged: Staged, profile_seconds: float,
+            on_result: Callable[[ExerciseResult], None] | None) -> NotebookReport:
+    """Step 4: each result finished into the notebook's report."""
+    report, results = staged.report, staged.results
+    mode, metrics = report.mode, staged.metrics
+    for exercise in map(catalogue.get, staged.chosen):
         result = results.get(exercise.id) or placeholder(
             exercise, NOT_IMPLEMENTED, f"no exercise cell for {exercise.id} in the notebook",
             mode)
-        finish(result, exercise, mode, metrics, sanitizers)
+        finish(result, exercise, mode, metrics, staged.sanitizers)
         report.exercises.append(result)
         if on_result:
             on_result(result)
     if mode == "gpu" and not metrics:
         report.warnings.append(f"metric rules were not assessed: {SKIPPED_METRICS}")
-    if mode == "gpu" and not sanitizers:
+    if mode == "gpu" and not staged.sanitizers:
         report.warnings.append(SKIPPED_SANITIZERS)
-    report.seconds = round(time.monotonic() - start, 3)
+    report.seconds = round(report.seconds + profile_seconds, 3)
     return report
 
 
@@ -186,9 +248,14 @@ def side_by_side(order: list[str], cells: list[dict], mode: str, timeout: float,
     parts = [order[i::count] for i in range(count)]  # each part stays in notebook order
     phases = 1 + len(tool_names) + gpu_tools
     gate = _Gate()
+
+    def on_check_result(event: dict) -> None:
+        kernel_cache.mark_checked(event["result"]["id"])  # the tools may load its kernels
+        gate.result(event)
+
     with ThreadPoolExecutor(max_workers=phases * count) as pool:
         checked = [pool.submit(check.run, part, cells, mode, timeout, seed, progress,
-                               gate.result) for part in parts]
+                               on_check_result) for part in parts]
         simulated = ([pool.submit(gate.then, simulate.run, part, cells, timeout, seed, progress)
                       for part in parts] if gpu_tools else [])
         tool_runs = {tool: [pool.submit(gate.then, sanitize.run, part, cells, timeout, seed,
@@ -197,6 +264,7 @@ def side_by_side(order: list[str], cells: list[dict], mode: str, timeout: float,
         try:
             results = _merged(f.result() for f in checked)
         finally:
+            kernel_cache.mark_checked(None)
             gate.close()
         sanitized = {tool: _merged(f.result() for f in futures)
                      for tool, futures in tool_runs.items()}

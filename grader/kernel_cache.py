@@ -13,6 +13,12 @@ compiles): that is why the folder belongs to one notebook, whose processes run t
 cells in the same order. A source stamp (the hash of the function's cell text) guards
 against a different function under the same name. A cache that fails to read or write is
 a miss, never an error of the student's code.
+
+The check compiles each exercise's kernels; the compute-sanitizer tools, which start beside
+it and run only the small cases, would reach an exercise first and compile its kernels
+again, each tool for itself. So the grading process marks each exercise the check has
+finished (:func:`mark_checked`), and a tool's process waits for that mark before it runs
+the exercise (:func:`wait_for_check`), then loads the kernels the check stored.
 """
 
 from __future__ import annotations
@@ -20,11 +26,16 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import shutil
 import tempfile
+import time
 from contextlib import contextmanager
+from pathlib import Path
 
 CACHE_ENV = "WORKBOOK_KERNEL_CACHE"
 CELL_PREFIX = "<cell"
+CHECKED_MARK = ".checked-{}"  # in the folder: the check has finished exercise {} (or "all")
+WAIT_FOR_CHECK_S = 60.0  # a tool waits at most this long for the check, then compiles itself
 
 _installed: list[str] = []
 
@@ -36,23 +47,54 @@ def cache_dir() -> str | None:
 
 
 @contextmanager
-def for_notebook(mode: str):
-    """A fresh kernel cache for the grading processes of one notebook (GPU mode; none where
-    ``WORKBOOK_KERNEL_CACHE=0``), removed afterwards. One notebook at a time per process:
-    the folder reaches the processes through the environment."""
+def for_notebook(mode: str, folder: str | None = None, remove: bool = True):
+    """The kernel cache of one notebook's grading processes (GPU mode; none where
+    ``WORKBOOK_KERNEL_CACHE=0``): ``folder``, or a fresh one; removed afterwards unless
+    ``remove`` is false (a batch keeps it until the notebook is profiled). One notebook at
+    a time per process: the folder reaches the processes through the environment."""
     if mode != "gpu" or os.environ.get(CACHE_ENV) == "0":
         yield None
         return
     previous = os.environ.get(CACHE_ENV)
-    with tempfile.TemporaryDirectory(prefix="grader-kernels-") as folder:
-        os.environ[CACHE_ENV] = folder
-        try:
-            yield folder
-        finally:
-            if previous is None:
-                os.environ.pop(CACHE_ENV, None)
-            else:
-                os.environ[CACHE_ENV] = previous
+    folder = folder or tempfile.mkdtemp(prefix="grader-kernels-")
+    os.environ[CACHE_ENV] = folder
+    try:
+        yield folder
+    finally:
+        if previous is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = previous
+        if remove:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def mark_checked(exercise_id: str | None) -> None:
+    """Mark that the check has finished ``exercise_id`` (None: every exercise it will), so
+    that its kernels are in the cache; nothing without a cache."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    try:
+        Path(folder, CHECKED_MARK.format(exercise_id or "all")).touch()
+    except OSError:  # a missing mark costs a tool the wait, never a verdict
+        pass
+
+
+def wait_for_check(exercise_id: str, seconds: float = WAIT_FOR_CHECK_S,
+                   poll: float = 0.02) -> bool:
+    """Wait until the check has finished ``exercise_id`` (or every exercise), at most
+    ``seconds``; whether it has. Without a cache there is nothing to wait for."""
+    folder = cache_dir()
+    if folder is None:
+        return False
+    marks = [Path(folder, CHECKED_MARK.format(name)) for name in (exercise_id, "all")]
+    deadline = time.monotonic() + seconds
+    while not any(mark.exists() for mark in marks):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(poll)
+    return True
 
 
 def install() -> bool:

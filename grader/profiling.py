@@ -79,33 +79,81 @@ def profile_notebook(exercises, student_cells: list[dict], timeout: float = PROF
                      on_event=None) -> dict[str, dict]:
     """Metric sections of ``exercises`` (in notebook order) from one ncu run over the
     student's cells and the reference solution's."""
-    if not exercises:
-        return {}
-    lesson = exercises[0].lesson
+    (sections,) = profile_notebooks([(exercises, student_cells, None)], timeout,
+                                    [seconds] if seconds is not None else None, on_event)
+    return sections
+
+
+Notebook = tuple[list, list[dict], str | None]  # exercises, program cells, kernel cache folder
+
+
+def profile_notebooks(notebooks: list[Notebook], timeout: float = PROFILE_TIMEOUT,
+                      seconds: list[dict[str, float]] | None = None,
+                      on_event=None) -> list[dict[str, dict]]:
+    """Metric sections of several notebooks of one lesson (each: its exercises in notebook
+    order, its cells, the folder of its kernel cache or None) from one ncu run over their
+    cells and the reference solution's; ``seconds``, if given, gets each notebook's time
+    by exercise.
+
+    Nsight Compute lets one process at a time profile a GPU, from its first profiled
+    launch until it exits: a batch that profiles its notebooks two or three to a run pays
+    that exit, and the wait for the next process, once per run. What a shared run cannot
+    tell apart is measured again alone (:func:`profile_notebook`): a crash, a hang or an
+    unsplit report blamed on an exercise of one notebook never costs another notebook's
+    measurement."""
+    order = {ex.id: ex for exercises, _, _ in notebooks for ex in exercises}
+    if not order:
+        return [{} for _ in notebooks]
+    lesson = next(iter(order.values())).lesson
+    single = len(notebooks) == 1  # in its notebook's order, else in the lesson's
+    exercises = (list(notebooks[0][0]) if single else
+                 [ex for ex in catalogue.LESSONS[lesson] if ex.id in order])
     solution = catalogue.solution_notebook(lesson)
     if solution is None:
         reason = f"no reference solution notebook for {lesson}"
-        return {ex.id: not_assessed(ex, reason) for ex in exercises}
+        return [{ex.id: not_assessed(ex, reason) for ex in exs} for exs, _, _ in notebooks]
     reference = [asdict(c) for c in load(solution).program_for(exercises[-1].id)]
-    programs = [("student", None, student_cells), ("reference", None, reference)]
+    labels = ["student"] if single else [f"student {j}" for j in range(len(notebooks))]
+    programs = [(label, None if single else [ex.id for ex in exs], cells, kernels)
+                for label, (exs, cells, kernels) in zip(labels, notebooks)]
+    programs.append(("reference", None, reference, "" if not single else None))
     with tempfile.TemporaryDirectory(prefix="grader-ncu-") as tmp:
         found, reasons, attempts = profile_programs(exercises, programs, timeout, Path(tmp),
                                                     on_event)
-    if seconds is not None:
-        seconds.update(exercise_seconds(attempts))
-    sections = {}
+    own = {(e[key][0], e[key][1]): f"the student's profiling launch failed: {e['why']}"
+           for a in attempts for e in a.events for key in ("skipped", "failed")
+           if key in e}  # what a program did to itself
     again = marked_exercises(attempts)
-    for ex in exercises:
-        runs = found.get(ex.id, {})
-        if {"student", "reference"} <= set(runs):
-            sections[ex.id] = {"rules": [r.evaluate(runs["student"][r.metric],
-                                                    runs["reference"][r.metric])
-                                         for r in ex.metric_rules], **runs}
-            if ex.id in again:
-                sections[ex.id]["note"] = PROFILED_AGAIN
-        else:
-            sections[ex.id] = not_assessed(ex, reasons.get(ex.id, "nothing was profiled"))
-    return sections
+    shared_seconds = exercise_seconds(attempts)
+    results = []
+    for j, (label, (exs, cells, kernels)) in enumerate(zip(labels, notebooks)):
+        sections, alone = {}, []
+        for ex in exs:
+            runs = found.get(ex.id, {})
+            if {label, "reference"} <= set(runs):
+                mine = {"student": runs[label], "reference": runs["reference"]}
+                sections[ex.id] = {"rules": [r.evaluate(mine["student"][r.metric],
+                                                        mine["reference"][r.metric])
+                                             for r in ex.metric_rules], **mine}
+                if ex.id in again:
+                    sections[ex.id]["note"] = PROFILED_AGAIN
+            elif not single and (ex.id, label) not in own and "reference" in runs:
+                alone.append(ex)  # the shared run failed it: measured alone
+            else:
+                why = own.get((ex.id, label)) if not single else None
+                sections[ex.id] = not_assessed(ex, why or reasons.get(ex.id,
+                                                                      "nothing was profiled"))
+        mine_seconds = {ex.id: shared_seconds.get(ex.id, 0.0) / len(notebooks) for ex in exs}
+        if alone:
+            alone_seconds: dict[str, float] = {}
+            sections.update(profile_notebooks([(alone, cells, kernels)], timeout,
+                                              [alone_seconds], on_event)[0])
+            for exercise_id, taken in alone_seconds.items():
+                mine_seconds[exercise_id] += taken
+        if seconds is not None:
+            seconds[j].update(mine_seconds if not single else shared_seconds)
+        results.append({ex.id: sections[ex.id] for ex in exs})
+    return results
 
 
 PROFILED_AGAIN = ("profiled in a second ncu run, with marker kernels: the first run's report "

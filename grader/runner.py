@@ -157,9 +157,9 @@ def run_job(job: dict, events: Events) -> None:
     """Do ``job["action"]`` for each of ``job["exercise_ids"]``, in notebook order."""
     os.environ["WORKBOOK_MODE"] = job["mode"]
     import workbook  # noqa: F401  (chooses sim/gpu before numba.cuda is imported)
-    if job["mode"] == "gpu":
-        from grader import kernel_cache
+    from grader import kernel_cache
 
+    if job["mode"] == "gpu":
         kernel_cache.install()  # where grade_notebook made one for this notebook
     from grader.exercises import get
     from grader.gpu_compile.step import warm_up
@@ -179,6 +179,8 @@ def run_job(job: dict, events: Events) -> None:
             result = error_result(exercise, error, job["mode"],
                                   ERROR if student.broken else FAILED)
         else:
+            if action == "sanitize" and job["mode"] == "gpu":
+                kernel_cache.wait_for_check(exercise_id)  # then its kernels load, not compile
             result = check(exercise, student.namespace, job, events)
         result.messages.extend(student.notes)
         events.emit(result=result.to_dict())
@@ -186,16 +188,26 @@ def run_job(job: dict, events: Events) -> None:
             return
 
 
-def job_programs(job: dict) -> list[tuple[str, str | None, list[dict]]]:
-    """The programs a profile job runs, each ``(label, exercise id or None, cells)``: the
-    job's ``programs``, else the student's ``cells`` and the ``reference_cells``. A
-    program with an exercise id is profiled for that exercise only."""
+def job_programs(job: dict) -> list[tuple[str, str | list[str] | None, list[dict], str | None]]:
+    """The programs a profile job runs, each ``(label, exercises, cells, kernels)``: the
+    job's ``programs``, else the student's ``cells`` and the ``reference_cells``.
+    ``exercises`` is None (the program is profiled for each of the job's exercises), an
+    exercise id or a list of them (for those only); ``kernels`` (optional) is the folder
+    of the program's kernel cache (:mod:`grader.kernel_cache`; "" for none), for a job
+    that profiles several notebooks, each with its own."""
     if "programs" in job:
-        return [tuple(p) for p in job["programs"]]
-    found = [("student", None, job["cells"])]
+        return [(*p, None) if len(p) == 3 else tuple(p) for p in job["programs"]]
+    found = [("student", None, job["cells"], None)]
     if job.get("reference_cells"):
-        found.append(("reference", None, job["reference_cells"]))
+        found.append(("reference", None, job["reference_cells"], None))
     return found
+
+
+def profiles(exercises: str | list[str] | None, exercise_id: str) -> bool:
+    """Whether a program with ``exercises`` (see :func:`job_programs`) profiles the exercise."""
+    if exercises is None:
+        return True
+    return exercise_id in ([exercises] if isinstance(exercises, str) else exercises)
 
 
 def profile_job(job: dict, events: Events) -> None:
@@ -211,22 +223,25 @@ def profile_job(job: dict, events: Events) -> None:
     four processes that each profile three kernels finish one after another, however
     little of their time is spent in the profiled launches), so everything the first pass
     does is work that other notebooks' profile stages can overlap."""
-    from grader import reference_profiles
+    from grader import kernel_cache, reference_profiles
     from grader.exercises import get
 
     markers = bool(job.get("markers"))
-    programs = [(label, only, Program(cells)) for label, only, cells in job_programs(job)]
+    programs = [(label, only, Program(cells), kernels)
+                for label, only, cells, kernels in job_programs(job)]
     gpu = reference_profiles.gpu_identity() if reference_profiles.cache_dir() else None
     ready = []  # (exercise, label, namespace) of each segment to profile, in order
     for exercise_id in job["exercise_ids"]:
         exercise = get(exercise_id)
         events.emit(start=exercise_id)
-        for label, only, program in programs:
-            if only not in (None, exercise_id):
+        for label, only, program, kernels in programs:
+            if not profiles(only, exercise_id):
                 continue
             if gpu and label == "reference" and _stored_reference(exercise, program, gpu,
                                                                    events, markers):
                 continue
+            if kernels is not None:  # the kernels its cells define load from its own cache
+                os.environ[kernel_cache.CACHE_ENV] = kernels
             namespace = prepare_segment(exercise, label, program, events)
             if namespace is not None:
                 ready.append((exercise, label, namespace))

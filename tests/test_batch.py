@@ -594,3 +594,41 @@ def test_an_interrupt_between_a_result_s_writes_leaves_the_summary_right(tmp_pat
     monkeypatch.setattr(results, "write_summary", real)
     results.flush()
     assert "## Pending\n\ncarol\n" in (tmp_path / "summary.md").read_text()
+
+
+# ---------------------------------------------------------------- tasks of several notebooks
+
+
+@pytest.mark.parametrize("mode, metrics, notebooks, workers, expected", [
+    ("gpu", True, 24, 6, 2),  # two tasks per worker
+    ("gpu", True, 500, 6, 3),  # at most three to a task
+    ("gpu", True, 5, 6, 1),
+    ("gpu", False, 24, 6, 1),  # no ncu run to share
+    ("sim", True, 24, 6, 1),
+])
+def test_a_task_grades_a_few_notebooks_only_where_they_share_an_ncu_run(
+        mode, metrics, notebooks, workers, expected):
+    from grader.batch import PROFILE_GROUP_MAX, group_size
+
+    assert PROFILE_GROUP_MAX == 3
+    assert group_size(notebooks, workers, Options(mode, metrics=metrics)) == expected
+
+
+def test_a_task_of_several_notebooks_reports_each_on_its_own(tmp_path):
+    """grade_submissions: each notebook gets its own outcome, in order, its own path in its
+    messages; one that cannot be read costs only itself."""
+    from grader.batch import grade_submissions
+
+    good = planted(tmp_path / "alice.ipynb").read_bytes()
+    wrong = planted(tmp_path / "bob.ipynb", WRONG_STRIDE).read_bytes()
+    options = {"mode": "sim", "exercises": ["reduction.simple"], "metrics": True,
+               "sanitizers": True, "timeout": 60.0, "seed": None}
+    outcomes = grade_submissions([("a.ipynb", "in/alice.ipynb", good),
+                                  ("broken.ipynb", "in/carol.ipynb", b"{not json"),
+                                  ("b.ipynb", "in/bob.ipynb", wrong)], options)
+    assert [sorted(o) for o in outcomes] == [["report", "worker"], ["error", "worker"],
+                                            ["report", "worker"]]
+    alice, carol, bob = outcomes
+    assert alice["report"]["path"] == "in/alice.ipynb" and alice["report"]["passed"]
+    assert bob["report"]["path"] == "in/bob.ipynb" and not bob["report"]["passed"]
+    assert "in/carol.ipynb" in carol["error"]

@@ -407,7 +407,40 @@ def test_a_profile_job_profiles_each_program_for_the_exercises_it_covers(tmp_pat
         ["reduction.simple", "reference", 0, []], ["reduction.shared", "reference", 0, []],
         ["reduction.shared", "slow", 0, []]]
     assert runner.job_programs({"cells": [1], "reference_cells": [2]}) == [
-        ("student", None, [1]), ("reference", None, [2])]
+        ("student", None, [1], None), ("reference", None, [2], None)]
+
+
+def test_a_profile_job_over_several_notebooks_loads_each_ones_kernels_from_its_cache(
+        tmp_path, monkeypatch):
+    """A batch profiles two or three notebooks in one ncu run: each program is profiled for
+    its own exercises, and the kernels its cells define use its notebook's kernel cache
+    (the folder is set while its cells run; "" for none)."""
+    from grader import kernel_cache, runner
+
+    profiled, folders = [], {}
+
+    def warm_up(ex, namespace):
+        folders[(ex.id, namespace["who"])] = os.environ.get(kernel_cache.CACHE_ENV)
+
+    monkeypatch.setattr(runner, "_warm_up", warm_up)
+    monkeypatch.setattr(runner, "_profiled_segment",
+                        lambda ex, namespace: profiled.append((ex.id, namespace["who"])))
+    monkeypatch.setenv(kernel_cache.CACHE_ENV, str(tmp_path / "first"))
+    job = {"mode": "sim", "action": "profile",
+           "exercise_ids": ["reduction.simple", "reduction.shared"],
+           "programs": [["student 0", ["reduction.shared"], profile_program("a"), "/k/a"],
+                        ["student 1", ["reduction.simple", "reduction.shared"],
+                         profile_program("b"), "/k/b"],
+                        ["reference", None, profile_program("ref"), ""]]}
+    events = runner.Events(str(tmp_path / "events.jsonl"))
+    runner.profile_job(job, events)
+    events.file.close()
+    assert profiled == [("reduction.simple", "b"), ("reduction.simple", "ref"),
+                        ("reduction.shared", "a"), ("reduction.shared", "b"),
+                        ("reduction.shared", "ref")]
+    assert folders == {("reduction.simple", "b"): "/k/b", ("reduction.simple", "ref"): "",
+                       ("reduction.shared", "a"): "/k/a", ("reduction.shared", "b"): "/k/b",
+                       ("reduction.shared", "ref"): ""}
 
 
 def test_a_profile_job_prepares_every_segment_before_it_profiles_one(tmp_path, monkeypatch):
@@ -600,6 +633,56 @@ def test_a_report_that_cannot_be_split_is_profiled_again_with_marker_kernels(tmp
     assert profiling.marked_exercises(attempts) == set()
 
 
+def test_notebooks_profiled_together_each_get_their_own_measurements(monkeypatch):
+    """profile_notebooks (a batch task's notebooks in one ncu run): each notebook's section
+    holds its own program's launch as "student"; a notebook whose own launch failed is not
+    assessed, with its reason; one that lost a measurement to the shared run (a crash blamed
+    on the exercise) is profiled again alone; the run's time is shared."""
+    from grader import profiling
+
+    simple, shared = get("reduction.simple"), get("reduction.shared")
+    metrics = {r.metric: 1.0 for ex in (simple, shared) for r in ex.metric_rules}
+
+    def measured(value):
+        return {**{m: value for m in metrics}, "kernel": "k"}
+
+    calls = []
+
+    def profile_programs(exercises, programs, timeout, workdir, on_event=None):
+        calls.append([(label, only, kernels) for label, only, _, kernels in programs])
+        if len(calls) == 1:  # the shared run
+            found = {simple.id: {"student 0": measured(1.0), "student 1": measured(2.0),
+                                 "reference": measured(1.0)},
+                     shared.id: {"student 0": measured(3.0), "reference": measured(1.0)}}
+            events = [{"start": simple.id}, {"start": shared.id},
+                      {"failed": [shared.id, "student 2"], "why": "no kernel today"}]
+            reasons = {shared.id: "the profiled process crashed (signal SIGSEGV)"}
+            return found, reasons, [Attempt(events=events, output="", returncode=0,
+                                            seconds={simple.id: 3.0, shared.id: 6.0})]
+        found = {shared.id: {"student": measured(4.0), "reference": measured(1.0)}}
+        return found, {}, [Attempt(events=[], output="", returncode=0,
+                                   seconds={shared.id: 5.0})]
+
+    monkeypatch.setattr(profiling, "profile_programs", profile_programs)
+    seconds = [{}, {}, {}]
+    first, second, third = profiling.profile_notebooks(
+        [([simple, shared], ["cells a"], "/k/a"), ([simple, shared], ["cells b"], "/k/b"),
+         ([shared], ["cells c"], "/k/c")], 60, seconds)
+    assert calls[0] == [("student 0", [simple.id, shared.id], "/k/a"),
+                        ("student 1", [simple.id, shared.id], "/k/b"),
+                        ("student 2", [shared.id], "/k/c"), ("reference", None, "")]
+    assert calls[1:] == [[("student", None, "/k/b"), ("reference", None, None)]]  # alone
+    assert first[simple.id]["student"] == measured(1.0)
+    assert first[shared.id]["student"] == measured(3.0)
+    assert second[simple.id]["student"] == measured(2.0)
+    assert second[shared.id]["student"] == measured(4.0)  # from the run alone
+    assert list(third) == [shared.id]  # its own launch failed: not profiled again
+    assert all(r["status"] == "not assessed" and "the student's profiling launch failed: no "
+               "kernel today" in r["reason"] for r in third[shared.id]["rules"])
+    assert seconds[0] == {simple.id: 1.0, shared.id: 2.0}
+    assert seconds[1] == {simple.id: 1.0, shared.id: 2.0 + 5.0}
+
+
 def test_an_exercise_profiled_again_says_so_in_its_result(monkeypatch):
     """The fallback costs a second ncu run: the exercises it measured carry a note, which the
     result's messages show (a batch that grades slower than it should says why)."""
@@ -788,14 +871,15 @@ def test_the_pipeline_runs_its_stages_in_order(mode, monkeypatch):
         return {i: (race if (tool, i) == ("racecheck", "reduction.shared")
                     else Finding(tool, 0, []), 3.0) for i in part}
 
-    def fake_profile(part, cells, timeout, progress):
+    def fake_profile(notebooks, timeout, progress):
+        (part, cells, kernels), = notebooks  # one notebook, its cache in the environment
         note("profile", tuple(part))
-        return {i: ({"rules": []}, 4.0) for i in part}
+        return [{i: ({"rules": []}, 4.0) for i in part}]
 
     monkeypatch.setattr(check, "run", fake_check)
     monkeypatch.setattr(simulate, "run", fake_simulate)
     monkeypatch.setattr(sanitize, "run", fake_sanitize)
-    monkeypatch.setattr(profile, "run", fake_profile)
+    monkeypatch.setattr(profile, "run_several", fake_profile)
     monkeypatch.setattr(tools, "find_tool", lambda: "/opt/cuda/bin/compute-sanitizer")
     monkeypatch.setenv(tools.TOOLS_ENV, "memcheck,racecheck")
     monkeypatch.delenv(tools.SWITCH_ENV, raising=False)

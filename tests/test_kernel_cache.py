@@ -92,6 +92,34 @@ def test_each_notebook_gets_its_own_folder_and_the_environment_is_restored(monke
         assert off is None and os.environ[kernel_cache.CACHE_ENV] == "0"
 
 
+def test_a_kept_folder_outlives_its_notebook_until_a_later_use_removes_it(monkeypatch):
+    """A batch task keeps each notebook's kernels until the notebooks are profiled together."""
+    monkeypatch.delenv(kernel_cache.CACHE_ENV, raising=False)
+    with kernel_cache.for_notebook("gpu", remove=False) as kept:
+        pass
+    assert Path(kept).is_dir() and kernel_cache.CACHE_ENV not in os.environ
+    with kernel_cache.for_notebook("gpu", kept) as again:
+        assert again == kept and os.environ[kernel_cache.CACHE_ENV] == kept
+    assert not Path(kept).exists()
+
+
+def test_a_tool_waits_for_the_checks_mark_and_gives_up_after_its_bound(monkeypatch, tmp_path):
+    import threading
+    import time
+
+    monkeypatch.delenv(kernel_cache.CACHE_ENV, raising=False)
+    assert kernel_cache.wait_for_check("x.one") is False  # no cache: nothing to wait for
+    with kernel_cache.for_notebook("gpu"):
+        start = time.monotonic()
+        assert kernel_cache.wait_for_check("x.one", seconds=0.2) is False
+        assert time.monotonic() - start >= 0.2
+        threading.Timer(0.1, kernel_cache.mark_checked, ["x.one"]).start()  # the check
+        assert kernel_cache.wait_for_check("x.one", seconds=5) is True
+        assert kernel_cache.wait_for_check("x.two", seconds=0.05) is False
+        kernel_cache.mark_checked(None)  # the check is over: no exercise waits any more
+        assert kernel_cache.wait_for_check("x.two", seconds=0.05) is True
+
+
 @pytest.mark.gpu
 def test_a_second_process_loads_the_kernel_the_first_compiled(tmp_path):
     folder = tmp_path / "kernels"

@@ -10,7 +10,7 @@ points.
 from __future__ import annotations
 
 from grader import exercises as catalogue
-from grader.profiling import apply_metrics, profile_notebook
+from grader.profiling import apply_metrics, profile_notebooks
 from grader.results import ExerciseResult
 from grader.stages import PhaseCallback, progress_events
 
@@ -23,16 +23,29 @@ def run(order: list[str], cells: list[dict], timeout: float,
         progress: PhaseCallback) -> dict[str, Profiled]:
     """One ncu run for the metric rules of ``order``'s exercises (those with rules); each
     one's metric section and profiling time by id."""
-    chosen = [exercise for exercise in map(catalogue.get, order) if exercise.metric_rules]
-    if not chosen:
-        return {}
-    progress(PHASE, chosen[0].id)
-    seconds: dict[str, float] = {}
-    sections = profile_notebook(chosen, cells, timeout, seconds,
-                                on_event=progress_events(PHASE, progress))
-    progress(PHASE, None)
-    return {exercise.id: (sections[exercise.id], seconds.get(exercise.id, 0.0))
-            for exercise in chosen}
+    return run_several([(order, cells, None)], timeout, progress)[0]
+
+
+def run_several(notebooks: list[tuple[list[str], list[dict], str | None]], timeout: float,
+                progress: PhaseCallback) -> list[dict[str, Profiled]]:
+    """:func:`run` for several notebooks (each: the exercises to profile, its cells, its
+    kernel cache folder or None), one ncu run per lesson among them."""
+    chosen = [[ex for ex in map(catalogue.get, order) if ex.metric_rules]
+              for order, _, _ in notebooks]
+    outcome: list[dict[str, Profiled]] = [{} for _ in notebooks]
+    lessons = dict.fromkeys(exs[0].lesson for exs in chosen if exs)
+    for lesson in lessons:
+        mine = [j for j, exs in enumerate(chosen) if exs and exs[0].lesson == lesson]
+        progress(PHASE, chosen[mine[0]][0].id)
+        seconds: list[dict[str, float]] = [{} for _ in mine]
+        sections = profile_notebooks([(chosen[j], notebooks[j][1], notebooks[j][2])
+                                      for j in mine], timeout, seconds,
+                                     on_event=progress_events(PHASE, progress))
+        progress(PHASE, None)
+        for k, j in enumerate(mine):
+            outcome[j] = {ex.id: (sections[k][ex.id], seconds[k].get(ex.id, 0.0))
+                          for ex in chosen[j]}
+    return outcome
 
 
 def apply(result: ExerciseResult, profiled: Profiled) -> None:
