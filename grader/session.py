@@ -64,11 +64,23 @@ ONE_THREAD_LIBRARIES = {name: "1" for name in (
 
 
 def child_env(mode: str) -> dict:
-    return dict(os.environ, **ONE_THREAD_LIBRARIES, WORKBOOK_MODE=mode, PYTHONUNBUFFERED="1",
-                NUMBA_ENABLE_CUDASIM="1" if mode == "sim" else "0",
-                MPLBACKEND="Agg",  # no display: skip matplotlib's search for a GUI
-                # test buffers are exact-size allocations, so memcheck sees stray reads
-                WORKBOOK_MEMORY_POOL="0")
+    env = dict(os.environ, **ONE_THREAD_LIBRARIES, WORKBOOK_MODE=mode, PYTHONUNBUFFERED="1",
+               NUMBA_ENABLE_CUDASIM="1" if mode == "sim" else "0",
+               MPLBACKEND="Agg",  # no display: skip matplotlib's search for a GUI
+               # test buffers are exact-size allocations, so memcheck sees stray reads
+               WORKBOOK_MEMORY_POOL="0")
+    if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None or sys.flags.dont_write_bytecode:
+        env.setdefault("PYTHONPYCACHEPREFIX", bytecode_folder())
+    return env
+
+
+def bytecode_folder() -> str:
+    """The grading processes' own bytecode cache, for an environment that turns writing
+    bytecode off (``PYTHONDONTWRITEBYTECODE``, as container images often do): without it,
+    each of a notebook's six or more processes compiled the sources of numpy, numba and
+    the grader again (measured on an H100 machine, 2026-11-26: 0.5-0.9 s of each
+    process's start). The sources' own folders stay untouched."""
+    return str(Path(tempfile.gettempdir()) / f"workbook-{os.getuid()}-bytecode")
 
 
 def run_exercises(

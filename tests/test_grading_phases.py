@@ -71,6 +71,34 @@ def test_grading_processes_run_numpy_on_one_thread(monkeypatch):
     assert "threads: 1 1 1" in attempts[0].output
 
 
+def test_grading_processes_keep_bytecode_where_the_environment_turns_it_off(monkeypatch,
+                                                                           tmp_path):
+    """With PYTHONDONTWRITEBYTECODE (container images), every grading process compiled
+    numpy's, numba's and the grader's sources again; they share a bytecode cache of their
+    own instead, and the sources' folders stay untouched."""
+    import tempfile
+
+    from grader import session
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir reads TMPDIR again
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = session.child_env("sim")
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path / f"workbook-{os.getuid()}-bytecode")
+    source = tmp_path / "src" / "probe_module.py"
+    source.parent.mkdir()
+    source.write_text("VALUE = 1\n")
+    subprocess.run([sys.executable, "-c", "import probe_module"], check=True,
+                   env={**env, "PYTHONPATH": str(source.parent)})
+    cached = list(Path(env["PYTHONPYCACHEPREFIX"]).rglob("probe_module*.pyc"))
+    assert len(cached) == 1 and not (source.parent / "__pycache__").exists()
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE")
+    if not sys.flags.dont_write_bytecode:  # writing allowed: the environment as it is
+        assert "PYTHONPYCACHEPREFIX" not in session.child_env("sim")
+
+
 def test_a_failed_exercise_restarts_the_process_and_the_rest_is_graded(tmp_path):
     wrong = SIMPLE_OK.replace("output[0] = ", "output[0] = 1 + ")
     assert wrong != SIMPLE_OK
