@@ -1,10 +1,11 @@
 """The local cluster of ``grader batch``: how many workers this machine gets, and each
 worker's environment.
 
-A worker grades one notebook at a time. In gpu mode a notebook's check, its three
+A worker grades one task at a time: one notebook, or in gpu mode with metrics two or three
+(:func:`grader.batch.group_size`). In gpu mode a notebook's check, its three
 compute-sanitizer tools and its simulator pass run side by side (five processes, four of
-them with a CUDA context), then one ncu run profiles it; in sim mode the check is its
-only process. The sizing rule (:func:`default_workers`):
+them with a CUDA context), then one ncu run profiles the task's notebooks; in sim mode the
+check is a notebook's only process. The sizing rule (:func:`default_workers`):
 
 * sim mode: one worker per CPU core;
 * gpu mode, for each GPU: one worker per :data:`CORES_PER_WORKER` CPU cores of its share
