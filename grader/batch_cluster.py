@@ -131,6 +131,17 @@ def gpu_temp_dir(device: str) -> Path:
     return folder
 
 
+def shared_bytecode() -> dict[str, str]:
+    """Where the environment turns bytecode off, the grading processes' bytecode cache
+    (:func:`grader.session.bytecode_folder`), named here: a worker's own ``TMPDIR`` would
+    give each GPU's workers a cache of their own, each compiled from nothing."""
+    from grader.session import bytecode_folder, writes_no_bytecode
+
+    if not writes_no_bytecode(os.environ) or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return {}
+    return {"PYTHONPYCACHEPREFIX": bytecode_folder()}
+
+
 def local_worker_env(mode: str, workers: int | None,
                      machine: Machine | None = None) -> list[dict[str, str]]:
     """One environment per worker of the local cluster: ``workers`` of them, or as many as
@@ -153,7 +164,7 @@ def local_worker_env(mode: str, workers: int | None,
         processes = inherited or str(max(1, min(3, cores // 6)))  # grader.grade's default
         temp = {device: str(gpu_temp_dir(device)) for device in dict.fromkeys(order)}
         return [{"WORKBOOK_MODE": "gpu", "CUDA_VISIBLE_DEVICES": device, "TMPDIR": temp[device],
-                 PROCESSES_ENV: processes} for device in order]
+                 PROCESSES_ENV: processes, **shared_bytecode()} for device in order]
     count = workers or default_workers(mode, machine)[0]
     return [{"WORKBOOK_MODE": "sim", "NUMBA_ENABLE_CUDASIM": "1", PROCESSES_ENV: inherited or "1"}
             for _ in range(count)]

@@ -69,9 +69,16 @@ def child_env(mode: str) -> dict:
                MPLBACKEND="Agg",  # no display: skip matplotlib's search for a GUI
                # test buffers are exact-size allocations, so memcheck sees stray reads
                WORKBOOK_MEMORY_POOL="0")
-    if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None or sys.flags.dont_write_bytecode:
+    if writes_no_bytecode(env):
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.setdefault("PYTHONPYCACHEPREFIX", bytecode_folder())
     return env
+
+
+def writes_no_bytecode(env) -> bool:
+    """Whether Python keeps no bytecode here (``PYTHONDONTWRITEBYTECODE`` in ``env``, or
+    this interpreter started with ``-B``)."""
+    return bool(env.get("PYTHONDONTWRITEBYTECODE")) or sys.flags.dont_write_bytecode
 
 
 def bytecode_folder() -> str:

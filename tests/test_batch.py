@@ -529,6 +529,21 @@ def test_local_cluster_workers_per_gpu_and_core(monkeypatch, tmp_path):
     assert [e[PROCESSES_ENV] for e in local_worker_env("sim", 2, Machine(4, 0))] == ["2", "2"]
 
 
+def test_every_gpu_s_workers_share_one_bytecode_cache(monkeypatch, tmp_path):
+    """Where the environment turns bytecode off, the grading processes share a cache of
+    their own; a worker's per-GPU TMPDIR must not give each GPU a cold one."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    two = Machine(32, 256 * GiB, (("3", 80 * GiB), ("5", 80 * GiB)))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    envs = local_worker_env("gpu", None, two)
+    assert {e["PYTHONPYCACHEPREFIX"] for e in envs} == {
+        str(tmp_path / f"workbook-{os.getuid()}-bytecode")}
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE")
+    if not sys.flags.dont_write_bytecode:
+        assert not any("PYTHONPYCACHEPREFIX" in e for e in local_worker_env("gpu", None, two))
+
+
 def test_machine_detection(monkeypatch):
     from dask.system import CPU_COUNT
 

@@ -907,7 +907,7 @@ def test_the_pipeline_runs_its_stages_in_order(mode, monkeypatch):
     monkeypatch.setattr(check, "run", fake_check)
     monkeypatch.setattr(simulate, "run", fake_simulate)
     monkeypatch.setattr(sanitize, "run", fake_sanitize)
-    monkeypatch.setattr(profile, "run_several", fake_profile)
+    monkeypatch.setattr(profile, "run", fake_profile)
     monkeypatch.setattr(tools, "find_tool", lambda: "/opt/cuda/bin/compute-sanitizer")
     monkeypatch.setenv(tools.TOOLS_ENV, "memcheck,racecheck")
     monkeypatch.delenv(tools.SWITCH_ENV, raising=False)

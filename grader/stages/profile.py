@@ -1,10 +1,10 @@
 """The profile stage (gpu mode): one ncu run for the metric rules of the exercises that passed.
 
-It runs after the other stages, alone on the GPU, since concurrent work would distort its
-timings. One process profiles the student's kernels and the reference solution's side by
-side (:mod:`grader.profiling` runs ncu, splits its report and evaluates the rules);
-:func:`apply` records an exercise's metric section, where a failed rule costs part of its
-points.
+It runs after the notebook's other stages. One process profiles the student's kernels and
+the reference solution's side by side (:mod:`grader.profiling` runs ncu, splits its report
+and evaluates the rules); a batch task profiles its two or three notebooks of a lesson in
+one such process, each notebook's program beside the others. :func:`apply` records an
+exercise's metric section, where a failed rule costs part of its points.
 """
 
 from __future__ import annotations
@@ -19,17 +19,12 @@ PHASE = "profile"
 Profiled = tuple[dict, float]  # an exercise's metric section, and the seconds it took
 
 
-def run(order: list[str], cells: list[dict], timeout: float,
-        progress: PhaseCallback) -> dict[str, Profiled]:
-    """One ncu run for the metric rules of ``order``'s exercises (those with rules); each
-    one's metric section and profiling time by id."""
-    return run_several([(order, cells, None)], timeout, progress)[0]
-
-
-def run_several(notebooks: list[tuple[list[str], list[dict], str | None]], timeout: float,
-                progress: PhaseCallback) -> list[dict[str, Profiled]]:
-    """:func:`run` for several notebooks (each: the exercises to profile, its cells, its
-    kernel cache folder or None), one ncu run per lesson among them."""
+def run(notebooks: list[tuple[list[str], list[dict], str | None]], timeout: float,
+        progress: PhaseCallback) -> list[dict[str, Profiled]]:
+    """One ncu run per lesson for the metric rules of one or more notebooks' exercises
+    (each notebook: the exercises to profile, in notebook order, its cells, and the folder
+    of its kernel cache, or None for the one the environment names); for each notebook,
+    each exercise's metric section and profiling time by id."""
     chosen = [[ex for ex in map(catalogue.get, order) if ex.metric_rules]
               for order, _, _ in notebooks]
     outcome: list[dict[str, Profiled]] = [{} for _ in notebooks]
