@@ -193,8 +193,7 @@ def profile_and_report(staged: list[Staged],
         several = len(profiled) > 1
         notebooks = [(ids, s.cells, s.kernels if several else None)
                      for ids, s in zip(passed, profiled)]
-        for s, outcome in zip(profiled, profile.run(notebooks, profiled[0].timeout,
-                                                            progress)):
+        for s, outcome in zip(profiled, profile.run(notebooks, profiled[0].timeout, progress)):
             for exercise_id, measured in outcome.items():
                 profile.apply(s.results[exercise_id], measured)
     shared = (time.monotonic() - start) / len(staged)
