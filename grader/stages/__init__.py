@@ -7,7 +7,9 @@
 
 Each stage module has one entry point, ``run(order, cells, ...)``: it takes the notebook's
 exercise ids in notebook order, the program cells and the options it needs, and returns its
-outcome by exercise id. A stage whose outcome amends the check's result also has
+outcome by exercise id. The profile stage's ``run`` takes one or more notebooks, each as
+(ids, cells, kernel cache), and returns an outcome per notebook: a batch task profiles its
+notebooks in one ncu run. A stage whose outcome amends the check's result also has
 ``apply(result, ...)``, beside its ``run``. The stages do not import each other: what more
 than one of them needs is here.
 """
