@@ -178,42 +178,19 @@ def grade_submissions(items: list[tuple[str, str, bytes]], options: dict) -> lis
     exits, so a batch pays that exit and the wait for the next process once per task
     instead of once per notebook (:func:`group_size`). Each notebook keeps its kernel cache
     until then."""
-    from grader import kernel_cache
-    from grader.grade import exercises_in, run_stages
-    from grader.notebook import NotebookError, load
-
     worker = _worker_address()
     outcomes: list[dict] = [{} for _ in items]
     staged = []  # (index, its grader.grade.Staged)
     with tempfile.TemporaryDirectory(prefix="grader-batch-") as tmp:
         try:
-            for k, (name, shown_as, content) in enumerate(items):
-                path = Path(tmp) / str(k) / Path(name).name
-                path.parent.mkdir()
-                path.write_bytes(content)
-                try:
-                    notebook = load(path)
-                    ids = exercises_in(notebook, list(options["exercises"]))
-                    if ids is None:
-                        outcomes[k] = {"skipped": f"lesson {notebook.lesson} has none of the "
-                                                  "selected exercises"}
-                        continue
-                    with kernel_cache.for_notebook(options["mode"], remove=False) as folder:
-                        try:
-                            staged.append((k, run_stages(
-                                notebook, options["mode"], options["timeout"], options["seed"],
-                                exercises=ids, metrics=options["metrics"],
-                                sanitizers=options["sanitizers"])))
-                        except BaseException:
-                            _remove(folder)
-                            raise
-                except NotebookError as exc:
-                    outcomes[k] = {"error": str(exc).replace(str(path), shown_as)}
-                except Exception:  # noqa: BLE001  (the grader's own failure: reported)
-                    outcomes[k] = {"error": _grader_failure(str(path), shown_as)}
+            for k, item in enumerate(items):
+                outcome = _stage(item, options, Path(tmp) / str(k))
+                if isinstance(outcome, dict):
+                    outcomes[k] = outcome
+                else:
+                    staged.append((k, outcome))
             if staged:
-                outcomes_of_staged = _profile_and_report(staged, items, tmp)
-                for (k, _), outcome in zip(staged, outcomes_of_staged):
+                for (k, _), outcome in zip(staged, _profile_and_report(staged, items)):
                     outcomes[k] = outcome
         finally:
             for _, notebook_staged in staged:
@@ -221,8 +198,34 @@ def grade_submissions(items: list[tuple[str, str, bytes]], options: dict) -> lis
     return [{**outcome, "worker": worker} for outcome in outcomes]
 
 
-def _profile_and_report(staged: list, items: list[tuple[str, str, bytes]],
-                        tmp: str) -> list[dict]:
+def _stage(item: tuple[str, str, bytes], options: dict, folder: Path):
+    """A notebook of :func:`grade_submissions` through its check, sanitize and simulate
+    stages, its kernel cache kept: its :class:`grader.grade.Staged`, or its outcome (an
+    error, a skip)."""
+    from grader import kernel_cache
+    from grader.grade import exercises_in, run_stages
+    from grader.notebook import NotebookError, load
+
+    name, shown_as, content = item
+    path = folder / Path(name).name
+    folder.mkdir()
+    path.write_bytes(content)
+    try:
+        notebook = load(path)
+        ids = exercises_in(notebook, list(options["exercises"]))
+        if ids is None:
+            return {"skipped": f"lesson {notebook.lesson} has none of the selected exercises"}
+        with kernel_cache.for_notebook(options["mode"], remove=False):
+            return run_stages(notebook, options["mode"], options["timeout"], options["seed"],
+                              exercises=ids, metrics=options["metrics"],
+                              sanitizers=options["sanitizers"])
+    except NotebookError as exc:
+        return {"error": str(exc).replace(str(path), shown_as)}
+    except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
+        return {"error": _grader_failure(str(path), shown_as)}
+
+
+def _profile_and_report(staged: list, items: list[tuple[str, str, bytes]]) -> list[dict]:
     """The profile stage and reports of the staged notebooks of :func:`grade_submissions`."""
     from grader import kernel_cache
     from grader.grade import profile_and_report
@@ -232,7 +235,7 @@ def _profile_and_report(staged: list, items: list[tuple[str, str, bytes]],
         with kernel_cache.for_notebook(staged[0][1].report.mode, first, remove=False):
             reports = profile_and_report([s for _, s in staged])
     except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
-        return [{"error": _grader_failure(tmp, items[k][1])} for k, _ in staged]
+        return [{"error": _grader_failure(s.report.path, items[k][1])} for k, s in staged]
     outcomes = []
     for (k, _), report in zip(staged, reports):
         data = report.to_dict()

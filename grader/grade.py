@@ -190,9 +190,7 @@ def profile_and_report(staged: list[Staged],
     if profiled:
         passed = [[i for i in s.order if i in s.results and s.results[i].passed]
                   for s in profiled]
-        several = len(profiled) > 1
-        notebooks = [(ids, s.cells, s.kernels if several else None)
-                     for ids, s in zip(passed, profiled)]
+        notebooks = [(ids, s.cells, s.kernels) for ids, s in zip(passed, profiled)]
         for s, outcome in zip(profiled, profile.run(notebooks, profiled[0].timeout, progress)):
             for exercise_id, measured in outcome.items():
                 profile.apply(s.results[exercise_id], measured)

@@ -50,8 +50,9 @@ def cache_dir() -> str | None:
 def for_notebook(mode: str, folder: str | None = None, remove: bool = True):
     """The kernel cache of one notebook's grading processes (GPU mode; none where
     ``WORKBOOK_KERNEL_CACHE=0``): ``folder``, or a fresh one; removed afterwards unless
-    ``remove`` is false (a batch keeps it until the notebook is profiled). One notebook at
-    a time per process: the folder reaches the processes through the environment."""
+    ``remove`` is false (a batch keeps it until the notebook is profiled) and the block
+    ended without an exception. One notebook at a time per process: the folder reaches the
+    processes through the environment."""
     if mode != "gpu" or os.environ.get(CACHE_ENV) == "0":
         yield None
         return
@@ -60,6 +61,9 @@ def for_notebook(mode: str, folder: str | None = None, remove: bool = True):
     os.environ[CACHE_ENV] = folder
     try:
         yield folder
+    except BaseException:
+        remove = True  # nothing will profile a notebook whose stages failed
+        raise
     finally:
         if previous is None:
             os.environ.pop(CACHE_ENV, None)

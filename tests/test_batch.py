@@ -647,3 +647,22 @@ def test_a_task_of_several_notebooks_reports_each_on_its_own(tmp_path):
     assert alice["report"]["path"] == "in/alice.ipynb" and alice["report"]["passed"]
     assert bob["report"]["path"] == "in/bob.ipynb" and not bob["report"]["passed"]
     assert "in/carol.ipynb" in carol["error"]
+
+
+def test_a_grader_failure_after_the_stages_names_each_notebook_as_shown(tmp_path, monkeypatch):
+    """A failure of the profile stage or the report costs the task's notebooks their
+    results, each reported under its own name, never the worker's temporary path."""
+    from grader import grade
+    from grader.batch import grade_submissions
+
+    def broken(staged, *args):
+        raise RuntimeError(f"report failed for {staged[0].report.path}")
+
+    monkeypatch.setattr(grade, "profile_and_report", broken)
+    good = planted(tmp_path / "alice.ipynb").read_bytes()
+    options = {"mode": "sim", "exercises": ["reduction.simple"], "metrics": True,
+               "sanitizers": True, "timeout": 60.0, "seed": None}
+    (outcome,) = grade_submissions([("a.ipynb", "in/alice.ipynb", good)], options)
+    assert outcome["error"].startswith("the grader failed on this notebook:")
+    assert "report failed for in/alice.ipynb\n" in outcome["error"]  # not a path below it
+    assert "grader-batch-" not in outcome["error"]

@@ -101,6 +101,9 @@ def test_a_kept_folder_outlives_its_notebook_until_a_later_use_removes_it(monkey
     with kernel_cache.for_notebook("gpu", kept) as again:
         assert again == kept and os.environ[kernel_cache.CACHE_ENV] == kept
     assert not Path(kept).exists()
+    with pytest.raises(RuntimeError), kernel_cache.for_notebook("gpu", remove=False) as failed:
+        raise RuntimeError("the notebook's stages failed: nothing will profile it")
+    assert not Path(failed).exists()
 
 
 def test_a_tool_waits_for_the_checks_mark_and_gives_up_after_its_bound(monkeypatch, tmp_path):
