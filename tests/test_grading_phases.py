@@ -471,6 +471,29 @@ def test_a_profile_job_over_several_notebooks_loads_each_ones_kernels_from_its_c
                        ("reduction.shared", "ref"): ""}
 
 
+def test_only_a_check_process_skips_the_interpreter_s_teardown():
+    """A check ends at once after its last event; a process under compute-sanitizer or
+    ncu ends as usual (the tool reports at its end)."""
+    from grader import runner
+
+    assert runner.ends_at_once({"mode": "gpu", "exercise_ids": []})  # a check by default
+    assert runner.ends_at_once({"mode": "sim", "action": "check"})
+    assert not runner.ends_at_once({"mode": "gpu", "action": "sanitize"})
+    assert not runner.ends_at_once({"mode": "gpu", "action": "profile"})
+
+
+def test_a_check_process_that_ends_at_once_leaves_every_event(tmp_path):
+    """The runner's own entry point: a sim-mode check of a notebook ends with exit code 0
+    and its result event written."""
+    notebook = load(REDUCTION)
+    cells = [asdict(c) for c in notebook.program_for("reduction.simple")]
+    job = {"mode": "sim", "action": "check", "exercise_ids": ["reduction.simple"],
+           "cells": cells, "seed": 1}
+    (attempt,) = run_exercises(job, 60.0, workdir=tmp_path)
+    assert attempt.returncode == 0, attempt.output
+    assert [e["result"]["status"] for e in attempt.events if "result" in e] == [PASSED]
+
+
 def test_a_profile_job_prepares_every_segment_before_it_profiles_one(tmp_path, monkeypatch):
     """ncu holds the GPU's counters from a process's first profiled launch until it exits:
     every program runs and every exercise's launches are made once (compiles, inputs) before

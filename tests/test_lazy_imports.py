@@ -58,3 +58,28 @@ def test_the_runner_installs_it_before_the_job(tmp_path, monkeypatch):
         assert sum(isinstance(f, lazy_imports.LazyFinder) for f in sys.meta_path) == 1
     finally:
         sys.meta_path[:] = before
+
+
+BLAS_PROBE = """
+import importlib, sys
+import numba.cuda
+{skip}
+maths = importlib.import_module("numba.cuda.np.arraymath")
+print(maths._HAVE_BLAS, "scipy.linalg" in sys.modules)
+import scipy.linalg  # a cell's own import still works
+print(scipy.linalg.__name__)
+"""
+
+
+def blas_probe(skip: bool) -> list[str]:
+    code = BLAS_PROBE.format(skip="from grader import lazy_imports; lazy_imports.skip_blas_probe()"
+                             if skip else "")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()
+
+
+def test_numba_cuda_array_maths_load_without_importing_scipy_linalg():
+    assert blas_probe(skip=False) == ["True", "True", "scipy.linalg"]  # the probe imports it
+    assert blas_probe(skip=True) == ["False", "False", "scipy.linalg"]  # hidden, then usable

@@ -17,12 +17,13 @@ def make_values(rng: np.random.Generator, case: Case) -> dict:
     """float32 inputs: integer-valued (sums exact), all negative/positive integers,
     uniform (0, 1), or normal; with the case's launch parameters where it has them."""
     n = case.size
+    small = np.int8  # drawn as int8: a tenth of the time of int64 at n = 12 million
     if case.kind == "integers":
-        x = rng.integers(-8, 9, size=n).astype(np.float32)
+        x = rng.integers(-8, 9, size=n, dtype=small).astype(np.float32)
     elif case.kind == "negative":
-        x = rng.integers(-9, 0, size=n).astype(np.float32)
+        x = rng.integers(-9, 0, size=n, dtype=small).astype(np.float32)
     elif case.kind == "positive":
-        x = rng.integers(1, 10, size=n).astype(np.float32)
+        x = rng.integers(1, 10, size=n, dtype=small).astype(np.float32)
     elif case.kind == "uniform":
         x = rng.random(n, dtype=np.float32)
     else:
