@@ -482,16 +482,36 @@ def test_only_a_check_process_skips_the_interpreter_s_teardown():
     assert not runner.ends_at_once({"mode": "gpu", "action": "profile"})
 
 
-def test_a_check_process_that_ends_at_once_leaves_every_event(tmp_path):
+ORPHANS = """
+import ctypes, json, sys
+from pathlib import Path
+import psutil
+from grader.session import run_exercises
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans become ours
+(attempt,) = run_exercises(json.loads(sys.argv[1]), 60.0, workdir=Path(sys.argv[2]))
+print(json.dumps({"returncode": attempt.returncode, "output": attempt.output,
+                  "statuses": [e["result"]["status"] for e in attempt.events if "result" in e],
+                  "left": [p.name() for p in psutil.Process().children(recursive=True)]}))
+"""
+
+
+def test_a_check_process_that_ends_at_once_leaves_every_event_and_no_process(tmp_path):
     """The runner's own entry point: a sim-mode check of a notebook ends with exit code 0
-    and its result event written."""
+    and its result event written, and its GPU-compile worker ended before it (one left
+    running, or not waited for, would be handed to the script below as an orphan)."""
     notebook = load(REDUCTION)
     cells = [asdict(c) for c in notebook.program_for("reduction.simple")]
     job = {"mode": "sim", "action": "check", "exercise_ids": ["reduction.simple"],
            "cells": cells, "seed": 1}
-    (attempt,) = run_exercises(job, 60.0, workdir=tmp_path)
-    assert attempt.returncode == 0, attempt.output
-    assert [e["result"]["status"] for e in attempt.events if "result" in e] == [PASSED]
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_GPU_COMPILE"}  # it starts
+    done = subprocess.run([sys.executable, "-c", ORPHANS, json.dumps(job), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, env=env,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(done.stdout.splitlines()[-1])
+    assert run["returncode"] == 0, run["output"]
+    assert run["statuses"] == [PASSED]
+    assert run["left"] == []
 
 
 def test_a_profile_job_prepares_every_segment_before_it_profiles_one(tmp_path, monkeypatch):

@@ -241,4 +241,11 @@ def compiler() -> Compiler:
     return _COMPILER[0]
 
 
-__all__ = ["ANSWER_SECONDS", "Compiler", "Pending", "Verdict", "compiler"]
+def stop_compiler() -> None:
+    """Stop the process's compiler worker, if one started, and wait for its end (what the
+    exit handler of :func:`compiler` does; a process ending with ``os._exit`` calls this)."""
+    for started in _COMPILER:
+        started.stop()
+
+
+__all__ = ["ANSWER_SECONDS", "Compiler", "Pending", "Verdict", "compiler", "stop_compiler"]
