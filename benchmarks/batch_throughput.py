@@ -1,7 +1,8 @@
 """Throughput of ``grader batch``: a class of solution copies, some with planted bugs.
 
     python benchmarks/batch_throughput.py --out OUT_DIR [--copies 20] [--buggy 5]
-        [--workers N | --compare-workers N [N ...]] [--mode auto|sim|gpu]
+        [--workers N | --compare-workers N [N ...]] [--profile-workers N]
+        [--mode auto|sim|gpu]
         [--lessons 02_reduction ...] [-e EXERCISE_ID ...] [--no-metrics]
         [--no-sanitizers] [--timeout S]
 
@@ -23,6 +24,8 @@ The graded reports stay in OUT_DIR/grades/.
 ``--compare-workers 4 8`` grades the same class with the default cluster, then with 4
 and with 8 workers: each run in OUT_DIR/default/, OUT_DIR/workers-4/, ..., written as it
 finishes, and the comparison in OUT_DIR/compare_workers.json and .md.
+``--profile-workers N`` gives each GPU N profile workers (``grader batch
+--profile-workers``), in every run.
 """
 
 from __future__ import annotations
@@ -181,7 +184,8 @@ def measure(submitted: Path, out: Path, bugs: dict, mode: str, options,
         result = grade_class(submitted, grades, mode=mode, exercises=options.exercise,
                              metrics=not options.no_metrics,
                              sanitizers=not options.no_sanitizers, timeout=options.timeout,
-                             workers=workers, console=Console())
+                             workers=workers, profile_workers=options.profile_workers,
+                             console=Console())
         wall = time.monotonic() - start
         children = children_cpu_seconds() - children  # the cluster is closed: all reaped
         client = self_cpu_seconds() - client
@@ -189,7 +193,8 @@ def measure(submitted: Path, out: Path, bugs: dict, mode: str, options,
     record = {
         "date": datetime.date.today().isoformat(), "host": platform.node(),
         "device": device(mode), "mode": mode, "workers": result.workers,
-        "workers_option": workers, "default_workers": sum(default_workers(mode, machine)),
+        "workers_option": workers, "profile_workers": options.profile_workers,
+        "default_workers": sum(default_workers(mode, machine)),
         "machine": {"cores": machine.cores, "memory_gib": round(machine.memory / 2**30, 1),
                     "gpus": [{"visible_as": name, "memory_gib": round(size / 2**30, 1)}
                              for name, size in machine.gpus]},
@@ -241,6 +246,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--compare-workers", type=int, nargs="+", default=None, metavar="N",
                         help="after a run with the default cluster, one run per worker count")
+    parser.add_argument("--profile-workers", type=int, default=0, metavar="N",
+                        help="profile workers per GPU (grader batch --profile-workers)")
     parser.add_argument("--mode", default="auto", choices=("auto", "sim", "gpu"))
     parser.add_argument("--lessons", nargs="+", default=list(LESSONS), choices=LESSONS)
     parser.add_argument("-e", "--exercise", action="append", default=[])

@@ -48,6 +48,14 @@ from pathlib import Path
 from rich.console import Console
 
 from grader.batch_cluster import StopGradingProcesses, local_cluster, local_worker_env
+from grader.batch_profiles import (
+    PROFILE,
+    STAGE,
+    ProfileQueue,
+    cluster_roles,
+    profile_staged,
+    stage_submission,
+)
 from grader.batch_reports import (
     PASSED,
     ClassSummary,
@@ -405,6 +413,7 @@ def grade_class(
     seed: int | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
+    profile_workers: int = 0,
     force: bool = False,
     console: Console | None = None,
     on_result: Callable[[Submission, Entry], None] | None = None,
@@ -414,7 +423,8 @@ def grade_class(
     The grading options are those of ``grader check``. ``mode`` (auto, sim, gpu) is
     resolved where the grading runs: on this machine for the local cluster, on a worker
     for ``scheduler`` (the address of a running Dask scheduler). ``workers`` sizes the
-    local cluster; ``force`` re-grades what is unchanged.
+    local cluster, ``profile_workers`` adds that many profile workers per GPU to it
+    (:mod:`grader.batch_profiles`); ``force`` re-grades what is unchanged.
     """
     import time
 
@@ -435,6 +445,9 @@ def grade_class(
                          "own workers grade")
     if workers is not None and workers < 1:
         raise BatchError("--workers must be at least 1")
+    if profile_workers < 0 or (scheduler and profile_workers):
+        raise BatchError("--profile-workers adds profile workers (0 or more per GPU) to the "
+                         "local cluster; with --scheduler the cluster's own workers grade")
     submissions = discover(root)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -445,8 +458,8 @@ def grade_class(
         from workbook.mode import resolve
 
         mode = resolve(mode)
-        cluster = local_cluster(shared_reference_profiles(local_worker_env(mode, workers),
-                                                          out))
+        cluster = local_cluster(shared_reference_profiles(
+            local_worker_env(mode, workers, profilers=profile_workers), out))
     try:
         with Client(scheduler or cluster, set_as_default=False) as client:
             if cluster is None:
@@ -457,7 +470,8 @@ def grade_class(
             else:
                 client.register_plugin(StopGradingProcesses())
             options = Options(mode, exercises, metrics, sanitizers, timeout, seed)
-            n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+            n_workers = (cluster_roles(client).get(STAGE)
+                         or len(client.scheduler_info(n_workers=-1)["workers"]))
             result = BatchResult(out, mode, n_workers, len(submissions))
             progress = bar.Progress(bar.TextColumn("{task.description}"), bar.BarColumn(),
                                     bar.MofNCompleteColumn(), bar.TimeElapsedColumn(),
@@ -475,7 +489,8 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
          progress) -> None:
     results = _Results(out, options.mode, submissions)
     payload = {**asdict(options), "exercises": list(options.exercises)}
-    futures = {}
+    futures = {}  # future -> (kind: grade, stage or profile, [(submission, fingerprint)])
+    staged_by_future: dict = {}  # a profile task's notebooks, to clean up if it is lost
     to_grade = []  # (submission, fingerprint, content)
     for sub in submissions:
         results.pending[sub.student] += 1
@@ -501,13 +516,24 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
         to_grade.append((sub, fingerprint, content))
     # a task grades a few notebooks, those of one assignment (file name) where it can
     to_grade.sort(key=lambda item: (item[0].file, item[0].student))
-    size = group_size(len(to_grade), result.workers, options)
-    for start in range(0, len(to_grade), size):
-        group = to_grade[start:start + size]
-        future = client.submit(grade_submissions,
-                               [(sub.path.name, str(sub.path), content)
-                                for sub, _, content in group], payload, pure=False)
-        futures[future] = [(sub, fingerprint) for sub, fingerprint, _ in group]
+    roles = cluster_roles(client)
+    resources = {STAGE: 1} if roles.get(STAGE) else None  # not on the profile workers
+    queue = ProfileQueue(roles.get(PROFILE, 0) if options.mode == "gpu" and options.metrics
+                         else 0, PROFILE_GROUP_MAX)
+    if queue.free:  # stages and profiles as tasks of their own (grader.batch_profiles)
+        for sub, fingerprint, content in to_grade:
+            future = client.submit(stage_submission, (sub.path.name, str(sub.path), content),
+                                   payload, resources=resources, pure=False)
+            futures[future] = ("stage", [(sub, fingerprint)])
+    else:
+        size = group_size(len(to_grade), result.workers, options)
+        for start in range(0, len(to_grade), size):
+            group = to_grade[start:start + size]
+            future = client.submit(grade_submissions,
+                                   [(sub.path.name, str(sub.path), content)
+                                    for sub, _, content in group], payload,
+                                   resources=resources, pure=False)
+            futures[future] = ("grade", [(sub, fingerprint) for sub, fingerprint, _ in group])
     for student, pending in results.pending.items():
         if not pending:  # all kept: files that an older grader did not write are added
             results.write_student(student)
@@ -520,14 +546,26 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
     try:
         with progress:
             task = progress.add_task("grading", total=len(to_grade))
-            for future in as_completed(list(futures), loop=client.loop):
-                group = futures.pop(future)
+            pending = as_completed(list(futures), loop=client.loop)
+            for future in pending:
+                kind, group = futures.pop(future)
                 try:
                     outcomes = future.result()
                 except Exception as exc:  # noqa: BLE001  (a lost worker: those students only)
                     outcomes = [{"error": f"the grading task failed ({type(exc).__name__}: "
                                           f"{exc}); a re-run retries it"}] * len(group)
+                    if kind == "profile":
+                        for notebook in staged_by_future.pop(future, []):
+                            _remove(notebook.kernels)
+                if kind == "stage" and isinstance(outcomes, dict):
+                    outcomes = [outcomes]
+                if kind == "profile":
+                    staged_by_future.pop(future, None)
+                    queue.done()
                 for (sub, fingerprint), outcome in zip(group, outcomes):
+                    if "staged" in outcome:  # its profile comes later
+                        queue.add((sub, fingerprint, outcome["staged"]))
+                        continue
                     entry = Entry(sub.file, fingerprint, outcome.get("report"),
                                   outcome.get("error"), outcome.get("skipped"))
                     results.record(sub, entry)
@@ -537,11 +575,22 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
                     progress.advance(task)
                     if on_result:
                         on_result(sub, entry)
+                for ready in queue.ready():
+                    staged = [notebook for *_, notebook in ready]
+                    future = client.submit(profile_staged, staged,
+                                           [str(sub.path) for sub, *_ in ready],
+                                           resources={PROFILE: 1}, pure=False)
+                    futures[future] = ("profile", [(sub, fingerprint)
+                                                   for sub, fingerprint, _ in ready])
+                    staged_by_future[future] = staged
+                    pending.add(future)
     except KeyboardInterrupt:
         result.interrupted = True
         client.cancel(list(futures))
+        for _, _, notebook in queue.waiting:
+            _remove(notebook.kernels)
         results.flush()
-        waiting = sum(len(group) for group in futures.values())
+        waiting = sum(len(group) for _, group in futures.values()) + len(queue.waiting)
         console.print(f"[yellow]interrupted:[/] the results so far are in {out}; {waiting} "
                       "notebooks are not graded yet: run the same command again to grade them")
     summary = results.summary()

@@ -1,11 +1,11 @@
 """The local cluster of ``grader batch``: how many workers this machine gets, and each
 worker's environment.
 
-A worker grades one task at a time: one notebook, or in gpu mode with metrics two or three
-(:func:`grader.batch.group_size`). In gpu mode a notebook's check, its three
-compute-sanitizer tools and its simulator pass run side by side (five processes, four of
-them with a CUDA context), then one ncu run profiles the task's notebooks; in sim mode the
-check is a notebook's only process. The sizing rule (:func:`default_workers`):
+A stage worker grades one task at a time: in gpu mode a notebook's check, its three
+compute-sanitizer tools and its simulator pass side by side (five processes, four of them
+with a CUDA context), then with metrics one ncu run that profiles the task's notebooks (or,
+with profile workers, below, hands them to one); in sim mode the check, a notebook's only
+process. The sizing rule of the stage workers (:func:`default_workers`):
 
 * sim mode: one worker per CPU core;
 * gpu mode, for each GPU: one worker per :data:`CORES_PER_WORKER` CPU cores of its share
@@ -30,6 +30,12 @@ every GPU wait for each other, although each GPU's counters are its own. So each
 ``TMPDIR`` is a folder of its GPU (:func:`gpu_temp_dir`): workers that share a GPU share
 its lock, workers on different GPUs profile at the same time.
 
+With ``profilers`` (``grader batch --profile-workers N``) each GPU also gets N profile
+workers: the stage workers check notebooks, the profile workers run the ncu runs
+(:mod:`grader.batch_profiles`), so that a stage worker never waits for ncu's lock. With two
+per GPU, one run's start (its imports and cells, outside the lock) overlaps the other's
+profiled launches. None by default: each stage worker profiles its own notebooks.
+
 The memory budgets are allowances, not measurements: four CUDA processes with their
 test buffers and compute-sanitizer's own allocations per worker; six Python processes
 with numba loaded. They decide only on machines with little memory per core.
@@ -47,6 +53,7 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+ROLE_ENV = "WORKBOOK_BATCH_ROLE"  # "stage" or "profile": the worker's resource (local_cluster)
 PROCESSES_ENV = "WORKBOOK_GRADER_PROCESSES"  # grader.grade.PROCESSES_ENV (not imported:
 # importing grader.grade imports numba.cuda, which must wait for the mode to be chosen)
 GiB = 1 << 30
@@ -142,14 +149,15 @@ def shared_bytecode() -> dict[str, str]:
     return {"PYTHONPYCACHEPREFIX": bytecode_folder()}
 
 
-def local_worker_env(mode: str, workers: int | None,
-                     machine: Machine | None = None) -> list[dict[str, str]]:
+def local_worker_env(mode: str, workers: int | None, machine: Machine | None = None,
+                     profilers: int = 0) -> list[dict[str, str]]:
     """One environment per worker of the local cluster: ``workers`` of them, or as many as
     :func:`default_workers` gives. In gpu mode each worker sees one GPU
     (``CUDA_VISIBLE_DEVICES``, set before the worker process starts), the GPUs taken in
     turn, and its GPU's temporary folder (``TMPDIR``, :func:`gpu_temp_dir`);
     ``WORKBOOK_GRADER_PROCESSES`` (processes per phase) is one per six of the worker's
-    cores, at most three, unless set."""
+    cores, at most three, unless set. In gpu mode ``profilers`` profile workers per GPU
+    follow (``WORKBOOK_BATCH_ROLE``: ``profile``; the others are ``stage``)."""
     machine = machine or Machine.detect(mode)
     inherited = os.environ.get(PROCESSES_ENV)
     if mode == "gpu":
@@ -163,22 +171,27 @@ def local_worker_env(mode: str, workers: int | None,
         cores = max(1, machine.cores // len(order))
         processes = inherited or str(max(1, min(3, cores // 6)))  # grader.grade's default
         temp = {device: str(gpu_temp_dir(device)) for device in dict.fromkeys(order)}
+        profile_order = [device for device in dict.fromkeys(order) for _ in range(profilers)]
         return [{"WORKBOOK_MODE": "gpu", "CUDA_VISIBLE_DEVICES": device, "TMPDIR": temp[device],
-                 PROCESSES_ENV: processes, **shared_bytecode()} for device in order]
+                 PROCESSES_ENV: processes, ROLE_ENV: role, **shared_bytecode()}
+                for role, devices in (("stage", order), ("profile", profile_order))
+                for device in devices]
     count = workers or default_workers(mode, machine)[0]
-    return [{"WORKBOOK_MODE": "sim", "NUMBA_ENABLE_CUDASIM": "1", PROCESSES_ENV: inherited or "1"}
-            for _ in range(count)]
+    return [{"WORKBOOK_MODE": "sim", "NUMBA_ENABLE_CUDASIM": "1", PROCESSES_ENV: inherited or "1",
+             ROLE_ENV: "stage"} for _ in range(count)]
 
 
 def local_cluster(envs: list[dict[str, str]]):
     """A cluster on this machine: one single-threaded worker process per environment
-    (a dask.distributed SpecCluster of Nannies, each with its ``env``)."""
+    (a dask.distributed SpecCluster of Nannies, each with its ``env``), with one unit of
+    the resource its role names (``WORKBOOK_BATCH_ROLE``: ``stage`` by default)."""
     from distributed import Nanny, Scheduler, SpecCluster
 
     quiet = logging.ERROR
-    workers = {f"grader-{i}": {"cls": Nanny, "options": {
+    workers = {f"grader-{env.get(ROLE_ENV, 'stage')}-{i}": {"cls": Nanny, "options": {
         "nthreads": 1, "host": "127.0.0.1", "env": env, "memory_limit": 0,
-        "silence_logs": quiet}} for i, env in enumerate(envs)}
+        "resources": {env.get(ROLE_ENV, "stage"): 1}, "silence_logs": quiet}}
+        for i, env in enumerate(envs)}
     # the scheduler's HTTP server (metrics, no dashboard) on a free port: two batches on one
     # machine must not collide on dask's default 8787
     scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard": False,

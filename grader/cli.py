@@ -270,6 +270,10 @@ def batch(
     workers: Annotated[int | None, typer.Option(
         help="Workers of the local cluster (default: sized from this machine's cores, GPUs "
         "and memory; see docs/instructors.md).")] = None,
+    profile_workers: Annotated[int, typer.Option(
+        help="gpu mode with metrics: profile workers per GPU, which run the ncu runs while "
+        "the other workers check and sanitize the next notebooks (0: each worker profiles "
+        "its own notebooks).")] = 0,
     force: Annotated[bool, typer.Option(
         "--force", help="Re-grade every notebook, even those graded before and unchanged.",
         metavar=FLAG)] = False,
@@ -292,7 +296,8 @@ def batch(
         selected_tools()
         result = grade_class(submissions, out, mode=mode.value, exercises=tuple(exercise or ()),
                              metrics=metrics, sanitizers=sanitizers, timeout=timeout, seed=seed,
-                             scheduler=scheduler, workers=workers, force=force, console=console)
+                             scheduler=scheduler, workers=workers,
+                             profile_workers=profile_workers, force=force, console=console)
     except (BatchError, ModeError, ValueError) as exc:
         error(exc)
         raise typer.Exit(EXIT_USAGE) from None

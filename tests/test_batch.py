@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import psutil
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 from grader.batch import BatchError, Options, discover, grade_class, safe_name
 from grader.batch_cluster import (
     PROCESSES_ENV,
+    ROLE_ENV,
     Machine,
     default_workers,
     local_cluster,
@@ -441,6 +443,10 @@ def test_cli_usage_errors():
     both = runner.invoke(app, ["batch", str(ROOT / "solutions"), "--workers", "2",
                                "--scheduler", "tcp://127.0.0.1:1"])
     assert both.exit_code == 2 and "--workers sizes the local cluster" in both.output
+    for extra in (["--profile-workers", "-1"],
+                  ["--profile-workers", "2", "--scheduler", "tcp://127.0.0.1:1"]):
+        bad = runner.invoke(app, ["batch", str(ROOT / "solutions"), *extra])
+        assert bad.exit_code == 2 and "--profile-workers adds profile workers" in bad.output
 
 
 def test_cli_local_cluster_interrupted_keeps_results(tmp_path):
@@ -510,6 +516,14 @@ def test_local_cluster_workers_per_gpu_and_core(monkeypatch, tmp_path):
     two = Machine(32, 256 * GiB, (("3", 80 * GiB), ("5", 80 * GiB)))
     envs = local_worker_env("gpu", None, two)
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["3", "5"] * 6  # the GPUs in turn
+    assert {e[ROLE_ENV] for e in envs} == {"stage"}  # no profile workers unless asked for
+    # --profile-workers 2: two more per GPU, on its GPU and with its temporary folder
+    envs = local_worker_env("gpu", None, two, profilers=2)
+    stage = [e for e in envs if e[ROLE_ENV] == "stage"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in stage] == ["3", "5"] * 6
+    profile = [e for e in envs if e[ROLE_ENV] == "profile"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in profile] == ["3", "3", "5", "5"]
+    assert len(envs) == len(stage) + len(profile)
     assert {e["WORKBOOK_MODE"] for e in envs} == {"gpu"}
     assert {e[PROCESSES_ENV] for e in envs} == {"1"}  # 32 cores / 12 workers: under 6 each
     # ncu's lock file lives in TMPDIR: one folder per GPU, shared by that GPU's workers
@@ -518,12 +532,16 @@ def test_local_cluster_workers_per_gpu_and_core(monkeypatch, tmp_path):
     assert folders["3"] != folders["5"]
     for (folder,) in folders.values():
         assert Path(folder).is_dir() and Path(folder).parent == tmp_path
-    assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", 3, two)] == ["3", "5",
-                                                                                   "3"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in local_worker_env("gpu", 3, two)
+            if e[ROLE_ENV] == "stage"] == ["3", "5", "3"]
     one = Machine(16, 128 * GiB, (("0", 80 * GiB),))
-    assert [e[PROCESSES_ENV] for e in local_worker_env("gpu", 1, one)] == ["2"]  # 16 // 6
+    assert [e[PROCESSES_ENV] for e in local_worker_env("gpu", 1, one)
+            if e[ROLE_ENV] == "stage"] == ["2"]  # 16 // 6
     sim = local_worker_env("sim", None, Machine(4, 64 * GiB))
     assert len(sim) == 4 and sim[0]["NUMBA_ENABLE_CUDASIM"] == "1"
+    assert {e[ROLE_ENV] for e in sim} == {"stage"}
+    # sim mode has nothing to profile: no profile workers even when asked for
+    assert len(local_worker_env("sim", 2, Machine(4, 0), profilers=2)) == 2
     assert sim[0][PROCESSES_ENV] == "1"  # a core per worker: one grading process each
     monkeypatch.setenv(PROCESSES_ENV, "2")
     assert [e[PROCESSES_ENV] for e in local_worker_env("sim", 2, Machine(4, 0))] == ["2", "2"]
@@ -569,7 +587,7 @@ def test_gpu_class_on_the_default_local_cluster(tmp_path):
     planted(root / "bob.ipynb", WRONG_STRIDE)
     result = grade_class(root, out, mode="gpu", exercises=EXERCISES[:1], metrics=False)
     assert result.mode == "gpu"
-    assert result.workers == sum(default_workers("gpu", Machine.detect("gpu")))
+    assert result.workers == sum(default_workers("gpu", Machine.detect("gpu")))  # stage workers
     assert result.students == {"alice": "passed", "bob": "failed"}
     bob = json.loads((out / "bob.json").read_text())["notebooks"][0]
     assert bob["mode"] == "gpu" and bob["exercises"][0]["status"] == "failed"
@@ -666,3 +684,118 @@ def test_a_grader_failure_after_the_stages_names_each_notebook_as_shown(tmp_path
     assert outcome["error"].startswith("the grader failed on this notebook:")
     assert "report failed for in/alice.ipynb\n" in outcome["error"]  # not a path below it
     assert "grader-batch-" not in outcome["error"]
+
+
+# --- gpu mode with metrics: stages and profiles as tasks of their own -----------------------------
+
+def test_the_profile_queue_hands_each_free_profile_worker_what_waited():
+    from grader.batch_profiles import ProfileQueue
+
+    queue = ProfileQueue(workers=2, most=3)
+    assert queue.ready() == []
+    queue.add("a")
+    assert queue.ready() == [["a"]]  # a free worker takes one notebook at once
+    for name in "bcdef":
+        queue.add(name)
+    assert queue.ready() == [["b", "c", "d"]]  # the other worker: at most three
+    assert queue.ready() == [] and queue.waiting == ["e", "f"]  # none free
+    queue.done()
+    queue.done()
+    queue.add("g")
+    assert queue.ready() == [["e", "f", "g"]]
+    assert queue.free == 1
+
+
+def test_local_cluster_workers_hold_their_role_s_resource():
+    from distributed import Client
+
+    from grader.batch_profiles import cluster_roles
+
+    envs = [{"WORKBOOK_MODE": "sim", "NUMBA_ENABLE_CUDASIM": "1", ROLE_ENV: role}
+            for role in ("stage", "stage", "profile")]
+    with local_cluster(envs) as cluster, Client(cluster, set_as_default=False) as client:
+        client.wait_for_workers(3)
+        assert cluster_roles(client) == {"stage": 2, "profile": 1}
+
+
+def stand_in_stage(item, options):
+    """grader.batch_profiles.stage_submission's stand-in: a notebook staged, or an error."""
+    from distributed import get_worker
+
+    name, shown_as, content = item
+    assert get_worker().name.startswith("stage-"), get_worker().name  # else: an error outcome
+    if content == b"broken":
+        return {"error": f"{shown_as}: not a notebook", "worker": get_worker().name}
+    return {"staged": SimpleNamespace(name=shown_as, kernels=None), "worker": get_worker().name}
+
+
+def stand_in_profile(staged, shown_as):
+    """grader.batch_profiles.profile_staged's stand-in: a report per staged notebook, with
+    the profile worker and the size of its group."""
+    from distributed import get_worker
+
+    from grader.grade import NotebookReport
+
+    assert [s.name for s in staged] == shown_as
+    reports = []
+    for name in shown_as:
+        report = NotebookReport(name, "02_reduction", "gpu").to_dict()
+        report["warnings"] = [f"profiled by {get_worker().name} with {len(staged)}"]
+        reports.append({"report": report, "worker": get_worker().name})
+    return reports
+
+
+def test_gpu_batch_stages_on_stage_workers_and_profiles_on_profile_workers(tmp_path,
+                                                                          monkeypatch):
+    """The client's side of gpu mode with metrics, on an in-process cluster of two stage and
+    one profile worker: each notebook is staged on a stage worker, then profiled on the
+    profile worker in groups of at most three; one whose stages end in an error is done
+    without a profile; every notebook is recorded once."""
+    from distributed import SpecCluster, Worker
+
+    from grader import batch
+
+    monkeypatch.setattr(batch, "stage_submission", stand_in_stage)
+    monkeypatch.setattr(batch, "profile_staged", stand_in_profile)
+    monkeypatch.setattr(batch, "_worker_mode", lambda requested: "gpu")
+    root, out = tmp_path / "in", tmp_path / "out"
+    root.mkdir()
+    students = [f"s{k}" for k in range(7)]
+    for student in students:
+        (root / f"{student}.ipynb").write_bytes(b"broken" if student == "s3" else b"{}")
+    workers = {name: {"cls": Worker, "options": {"nthreads": 1, "resources": {role: 1}}}
+               for name, role in (("stage-a", "stage"), ("stage-b", "stage"),
+                                  ("profile-a", "profile"))}
+    scheduler = {"cls": "distributed.Scheduler", "options": {"dashboard_address": ":0"}}
+    graded = []
+    with SpecCluster(workers=workers, scheduler=scheduler) as cluster:
+        result = grade_class(root, out, mode="gpu", scheduler=cluster.scheduler_address,
+                             on_result=lambda sub, entry: graded.append((sub.student, entry)))
+    assert sorted(student for student, _ in graded) == students
+    assert result.workers == 2  # the stage workers
+    by_student = dict(graded)
+    assert by_student["s3"].error == f"{root / 's3.ipynb'}: not a notebook"
+    assert all(by_student[s].error is None for s in students if s != "s3")
+    profiled = [by_student[s].report["warnings"][0] for s in students if s != "s3"]
+    assert all(line.startswith("profiled by profile-a with ") for line in profiled), profiled
+    assert all(1 <= int(line.rsplit(" ", 1)[1]) <= 3 for line in profiled), profiled
+
+
+def test_a_notebook_staged_on_one_worker_is_reported_by_another(tmp_path):
+    """stage_submission and profile_staged, run directly (sim mode: nothing to profile):
+    the staged notebook travels as data, its report carries the name it is shown as, and
+    one that cannot be read ends after its stages with its error."""
+    import pickle
+
+    from grader.batch_profiles import profile_staged, stage_submission
+
+    good = planted(tmp_path / "alice.ipynb").read_bytes()
+    options = {"mode": "sim", "exercises": ["reduction.simple"], "metrics": True,
+               "sanitizers": True, "timeout": 60.0, "seed": None}
+    staged = stage_submission(("a.ipynb", "in/alice.ipynb", good), options)
+    assert sorted(staged) == ["staged", "worker"]
+    notebook = pickle.loads(pickle.dumps(staged["staged"]))  # as it reaches the client
+    (outcome,) = profile_staged([notebook], ["in/alice.ipynb"])
+    assert outcome["report"]["path"] == "in/alice.ipynb" and outcome["report"]["passed"]
+    broken = stage_submission(("b.ipynb", "in/bob.ipynb", b"{not json"), options)
+    assert sorted(broken) == ["error", "worker"] and "in/bob.ipynb" in broken["error"]
