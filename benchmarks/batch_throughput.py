@@ -1,7 +1,8 @@
 """Throughput of ``grader batch``: a class of solution copies, some with planted bugs.
 
     python benchmarks/batch_throughput.py --out OUT_DIR [--copies 20] [--buggy 5]
-        [--workers N | --compare-workers N [N ...]] [--profile-workers N]
+        [--workers N] [--profile-workers N]
+        [--compare SETTING [SETTING ...] [--rounds K] | --compare-workers N [N ...]]
         [--mode auto|sim|gpu]
         [--lessons 02_reduction ...] [-e EXERCISE_ID ...] [--no-metrics]
         [--no-sanitizers] [--timeout S]
@@ -21,11 +22,17 @@ nvidia-smi, where present), and each student's verdict (clean copies must pass
 everything, a planted bug must fail its exercise). Exit code 1 if a verdict is wrong.
 The graded reports stay in OUT_DIR/grades/.
 
-``--compare-workers 4 8`` grades the same class with the default cluster, then with 4
-and with 8 workers: each run in OUT_DIR/default/, OUT_DIR/workers-4/, ..., written as it
-finishes, and the comparison in OUT_DIR/compare_workers.json and .md.
-``--profile-workers N`` gives each GPU N profile workers (``grader batch
---profile-workers``), in every run.
+``--workers N`` and ``--profile-workers N`` (profile workers per GPU) are those of
+``grader batch``. ``--compare default workers=4 profile-workers=2,workers=6`` grades the
+same class once per setting (``default``, or a comma-separated list of ``workers=N`` and
+``profile-workers=N``): each run in OUT_DIR/<setting>/ (``=`` written ``-``, ``,`` ``_``:
+OUT_DIR/workers-4/), written as it finishes, and the comparison in OUT_DIR/compare.json
+and .md. With ``--rounds K`` every setting runs K times, the settings taken in turn in
+each round (the machine's speed drifts: on an H100 machine the same code graded 117-140
+exercises a minute over five calls, later runs of a call often faster, so settings run once
+each are not comparable), each run in OUT_DIR/<setting>/round-<k>/, and the comparison gives each
+setting's median and every round. ``--compare-workers 4 8`` is ``--compare default
+workers=4 workers=8``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import datetime
 import json
 import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -161,7 +169,7 @@ def table(record: dict) -> str:
 
 
 def measure(submitted: Path, out: Path, bugs: dict, mode: str, options,
-            workers: int | None) -> dict:
+            workers: int | None, profile_workers: int = 0) -> dict:
     """Grade the class in ``submitted`` into ``out/grades`` and record the run in ``out``."""
     from rich.console import Console
     from usage_sampling import (
@@ -184,7 +192,7 @@ def measure(submitted: Path, out: Path, bugs: dict, mode: str, options,
         result = grade_class(submitted, grades, mode=mode, exercises=options.exercise,
                              metrics=not options.no_metrics,
                              sanitizers=not options.no_sanitizers, timeout=options.timeout,
-                             workers=workers, profile_workers=options.profile_workers,
+                             workers=workers, profile_workers=profile_workers,
                              console=Console())
         wall = time.monotonic() - start
         children = children_cpu_seconds() - children  # the cluster is closed: all reaped
@@ -193,7 +201,7 @@ def measure(submitted: Path, out: Path, bugs: dict, mode: str, options,
     record = {
         "date": datetime.date.today().isoformat(), "host": platform.node(),
         "device": device(mode), "mode": mode, "workers": result.workers,
-        "workers_option": workers, "profile_workers": options.profile_workers,
+        "workers_option": workers, "profile_workers": profile_workers,
         "default_workers": sum(default_workers(mode, machine)),
         "machine": {"cores": machine.cores, "memory_gib": round(machine.memory / 2**30, 1),
                     "gpus": [{"visible_as": name, "memory_gib": round(size / 2**30, 1)}
@@ -217,23 +225,48 @@ def measure(submitted: Path, out: Path, bugs: dict, mode: str, options,
     return record
 
 
-def comparison(records: dict[str, dict]) -> str:
-    best = max(r["exercises_per_minute"] for r in records.values())
-    lines = ["| run | workers | exercises/min | of the best | wall s | CPU-s per exercise | "
-             "GPU busy (mean %) | verdicts |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for label, r in records.items():
-        busy = ", ".join(f"{g['mean_utilisation_pct']}" for g in r["gpu"].get("gpus", {})
+def parse_setting(text: str) -> dict[str, int | None]:
+    """``default``, ``workers=6``, ``profile-workers=2,workers=6``, ... as keyword
+    arguments of :func:`measure`."""
+    setting: dict[str, int | None] = {"workers": None, "profile_workers": 0}
+    if text == "default":
+        return setting
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        name = key.strip().replace("-", "_")
+        if name not in setting or not value.strip().isdigit():
+            raise ValueError(f"{text!r}: a setting is 'default' or a comma-separated list of "
+                             "workers=N and profile-workers=N")
+        setting[name] = int(value)
+    return setting
+
+
+def comparison(runs: dict[str, list[dict]]) -> str:
+    """The settings side by side: each one's median exercises/min over its rounds, every
+    round, its share of the best median, CPU-seconds per exercise, GPU busy, verdicts."""
+    medians = {label: statistics.median(r["exercises_per_minute"] for r in records)
+               for label, records in runs.items()}
+    best = max(medians.values())
+    lines = ["| setting | workers | profile workers | exercises/min (median) | each round | "
+             "of the best | CPU-s per exercise | GPU busy (mean %) | verdicts |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for label, records in runs.items():
+        last = records[-1]
+        busy = ", ".join(f"{g['mean_utilisation_pct']}" for g in last["gpu"].get("gpus", {})
                          .values()) or "n/a"
-        wrong = [s for s, row in r["students"].items() if not row["ok"]]
-        lines.append(f"| {label} | {r['workers']} | {r['exercises_per_minute']:.1f} | "
-                     f"{r['exercises_per_minute'] / best:.0%} | {r['wall_seconds']:.1f} | "
-                     f"{r['cpu']['per_exercise']} | {busy} | "
+        wrong = sorted({s for r in records for s, row in r["students"].items() if not row["ok"]})
+        rounds = ", ".join(f"{r['exercises_per_minute']:.1f}" for r in records)
+        cpu = statistics.median(r["cpu"]["per_exercise"] for r in records)
+        lines.append(f"| {label} | {last['workers']} | {last.get('profile_workers', 0)} | "
+                     f"{medians[label]:.1f} | {rounds} | {medians[label] / best:.0%} | "
+                     f"{cpu:g} | {busy} | "
                      f"{'all right' if not wrong else 'WRONG: ' + ', '.join(wrong)} |")
-    first = next(iter(records.values()))
+    first = next(iter(runs.values()))[0]
+    rounds = max(len(records) for records in runs.values())
     head = (f"{first['device']['name']} ({first['device']['gpus']} GPUs, "
             f"{first['machine']['cores']} cores), {first['date']}, {first['mode']} mode, "
             f"{first['notebooks']} notebooks ({', '.join(first['lessons'])}), the same class "
-            f"each run")
+            f"each run, {rounds} round{'s' if rounds > 1 else ''} (the settings in turn)")
     return head + "\n\n" + "\n".join(lines) + "\n"
 
 
@@ -244,8 +277,13 @@ def main() -> int:
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--buggy", type=int, default=5)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--compare", nargs="+", default=None, metavar="SETTING",
+                        help="one run per setting: default, workers=N, profile-workers=N, "
+                        "or both comma-separated")
+    parser.add_argument("--rounds", type=int, default=1, metavar="K",
+                        help="with --compare: every setting K times, the settings in turn")
     parser.add_argument("--compare-workers", type=int, nargs="+", default=None, metavar="N",
-                        help="after a run with the default cluster, one run per worker count")
+                        help="--compare default workers=N ...")
     parser.add_argument("--profile-workers", type=int, default=0, metavar="N",
                         help="profile workers per GPU (grader batch --profile-workers)")
     parser.add_argument("--mode", default="auto", choices=("auto", "sim", "gpu"))
@@ -257,34 +295,53 @@ def main() -> int:
     options = parser.parse_args()
     if not 0 <= options.buggy <= options.copies:
         parser.error("--buggy must be between 0 and --copies")
-    if options.workers and options.compare_workers:
-        parser.error("--compare-workers runs the default first, then each count: "
-                     "leave out --workers")
+    if options.compare_workers:
+        if options.compare:
+            parser.error("--compare-workers N is --compare default workers=N: use one")
+        options.compare = ["default", *(f"workers={n}" for n in options.compare_workers)]
+    if options.compare and (options.workers or options.profile_workers):
+        parser.error("--compare names each run's workers: leave out --workers and "
+                     "--profile-workers")
+    if options.rounds < 1 or (options.rounds > 1 and not options.compare):
+        parser.error("--rounds K (at least 1) repeats the settings of --compare")
+    try:
+        settings = ({label: parse_setting(label) for label in options.compare}
+                    if options.compare else
+                    {"": {"workers": options.workers, "profile_workers": options.profile_workers}})
+    except ValueError as exc:
+        parser.error(str(exc))
 
     from workbook.mode import resolve
 
     mode = resolve(options.mode)
     options.out.mkdir(parents=True, exist_ok=True)
-    runs = ({"default": None} | {f"workers-{n}": n for n in options.compare_workers}
-            if options.compare_workers else {"": options.workers})
-    records = {}
+    runs: dict[str, list[dict]] = {label or "run": [] for label in settings}
     with tempfile.TemporaryDirectory(prefix="batch-throughput-") as tmp:
         submitted = Path(tmp) / "submitted"
         bugs = build_class(submitted, options.lessons, options.copies, options.buggy, mode,
                            options.exercise)
-        for label, workers in runs.items():
-            records[label or "run"] = record = measure(submitted, options.out / label, bugs,
-                                                       mode, options, workers)
-            if record["interrupted"]:
+        interrupted = False
+        for k in range(1, options.rounds + 1):
+            for label, setting in settings.items():
+                folder = (options.out / label.replace("=", "-").replace(",", "_")
+                          / (f"round-{k}" if options.rounds > 1 else ""))
+                record = measure(submitted, folder, bugs, mode, options, **setting)
+                runs[label or "run"].append(record)
+                if interrupted := record["interrupted"]:
+                    break
+            if interrupted:
                 break
-    if options.compare_workers:
-        text = comparison(records)
-        (options.out / "compare_workers.json").write_text(json.dumps(
-            {label: {k: r[k] for k in ("workers", "workers_option", "default_workers",
-                                       "exercises_per_minute", "wall_seconds", "cpu", "gpu")}
-             for label, r in records.items()}, indent=1) + "\n")
-        (options.out / "compare_workers.md").write_text(text)
+    if options.compare:
+        text = comparison(runs)
+        (options.out / "compare.json").write_text(json.dumps(
+            {label: [{k: r[k] for k in ("workers", "workers_option", "profile_workers",
+                                        "default_workers", "exercises_per_minute",
+                                        "wall_seconds", "cpu", "gpu")} for r in records]
+             for label, records in runs.items()}, indent=1) + "\n")
+        (options.out / "compare.md").write_text(text)
         print(text)
+    records = {f"{label} round {k}": r for label, rs in runs.items()
+               for k, r in enumerate(rs, 1)}
     wrong = [f"{label}: {s}" for label, r in records.items()
              for s, row in r["students"].items() if not row["ok"]]
     if wrong:

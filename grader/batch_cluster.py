@@ -21,7 +21,7 @@ workers graded 43.5 a minute, twelve on two GPUs and 32 cores 67.7. A worker lea
 cores idle while its notebook waits for the GPU (the ncu run, the slowest tool), so more
 workers than 16 / 4.7 keep the cores busy: 16 cores / 2.5 = 6 workers, the best setting
 measured. ``--workers`` overrides the rule; ``benchmarks/batch_throughput.py
---compare-workers`` measures the default against other counts.
+--compare default workers=N`` measures the default against other counts.
 
 Profiling is serialised per GPU, not per machine. Nsight Compute lets one process at a
 time profile: it takes a lock file in ``$TMPDIR`` (``nsight-compute-lock``) from a

@@ -125,28 +125,51 @@ def test_cpu_section_per_exercise():
 
 
 @pytest.mark.sim_only
-def test_compare_workers_in_the_simulator(tmp_path):
-    """One class, graded by the default cluster and by one worker; each run's record and the
-    comparison are written, every verdict right."""
+def test_compare_settings_in_rounds_in_the_simulator(tmp_path):
+    """One class, graded by the default cluster and by one worker, twice each, the settings
+    in turn; each run's record and the comparison (medians, every round) are written, every
+    verdict right."""
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "batch_throughput.py"), "--out", str(out),
          "--copies", "2", "--buggy", "1", "--mode", "sim", "--lessons", "02_reduction",
-         "-e", "reduction.simple", "--compare-workers", "1"],
+         "-e", "reduction.simple", "--compare", "default", "workers=1", "--rounds", "2"],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     import json
 
-    default = json.loads((out / "default" / "batch_throughput.json").read_text())
-    single = json.loads((out / "workers-1" / "batch_throughput.json").read_text())
-    assert default["workers_option"] is None and single["workers"] == 1
-    assert default["workers"] == default["default_workers"]
-    for record in (default, single):
+    runs = {(label, k): json.loads((out / label / f"round-{k}" / "batch_throughput.json")
+                                   .read_text())
+            for label in ("default", "workers-1") for k in (1, 2)}
+    for (label, _), record in runs.items():
+        assert record["workers_option"] == (None if label == "default" else 1)
+        assert record["workers"] == (record["default_workers"] if label == "default" else 1)
         assert record["exercises"] == 2 and all(r["ok"] for r in record["students"].values())
         assert record["cpu"]["by_phase"]["check"]["cpu_seconds"] > 0
         assert record["cpu"]["total_seconds"] >= record["cpu"]["sampled_seconds"] > 0
         assert record["gpu"]["measured"] is False
-    compared = json.loads((out / "compare_workers.json").read_text())
-    assert list(compared) == ["default", "workers-1"]
-    table = (out / "compare_workers.md").read_text()
-    assert "| workers-1 | 1 |" in table and table.count("all right") == 2
+    compared = json.loads((out / "compare.json").read_text())
+    assert list(compared) == ["default", "workers=1"] and all(len(v) == 2
+                                                               for v in compared.values())
+    table = (out / "compare.md").read_text()
+    assert "2 rounds (the settings in turn)" in table
+    rates = [runs["workers-1", k]["exercises_per_minute"] for k in (1, 2)]
+    row = next(line for line in table.splitlines() if line.startswith("| workers=1 |"))
+    assert f"| {(rates[0] + rates[1]) / 2:.1f} | {rates[0]:.1f}, {rates[1]:.1f} |" in row
+    assert table.count("all right") == 2
+
+
+def test_settings_and_their_errors():
+    assert batch_throughput.parse_setting("default") == {"workers": None, "profile_workers": 0}
+    assert batch_throughput.parse_setting("profile-workers=2,workers=6") == {
+        "workers": 6, "profile_workers": 2}
+    for bad in ("workers", "workers=x", "threads=2", "workers=2;profile-workers=1"):
+        with pytest.raises(ValueError, match="workers=N and profile-workers=N"):
+            batch_throughput.parse_setting(bad)
+    script = [sys.executable, str(ROOT / "benchmarks" / "batch_throughput.py"), "--out", "x"]
+    for extra, says in ((["--rounds", "2"], "repeats the settings of --compare"),
+                        (["--compare", "default", "--workers", "2"], "leave out --workers"),
+                        (["--compare", "default", "--compare-workers", "2"], "use one"),
+                        (["--compare", "nope"], "workers=N and profile-workers=N")):
+        done = subprocess.run(script + extra, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and says in done.stderr, done.stderr
