@@ -99,9 +99,11 @@ def make_dominant_stats_kernel(pixels):
 
 def _row_labels_of(kernel):
     """The lesson kernel's row_labels device function (a closure of make_packed_stats_kernel)."""
-    return kernel.py_func.__globals__.get("row_labels") or next(
-        cell.cell_contents for cell in kernel.py_func.__closure__
-        if getattr(cell.cell_contents, "__name__", "") == "row_labels")
+    def name(value):
+        return getattr(getattr(value, "py_func", value), "__name__", "")
+
+    return next(cell.cell_contents for cell in kernel.py_func.__closure__
+                if name(cell.cell_contents) == "row_labels")
 
 
 ROW_LABELS = {pixels: _row_labels_of(kernel) for pixels, kernel in PACKED_STATS.items()}  # noqa: F821,E501
