@@ -13,6 +13,7 @@ def side_stream():
         return cuda.stream()  # noqa: F821
     from cuda.bindings import driver
 
+    cuda.current_context()  # noqa: F821  (the driver call needs numba's context current)
     status, handle = driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
     assert status == driver.CUresult.CUDA_SUCCESS, status
     return cuda.external_stream(int(handle))  # noqa: F821
