@@ -257,7 +257,7 @@ def comparison(runs: dict[str, list[dict]]) -> str:
         wrong = sorted({s for r in records for s, row in r["students"].items() if not row["ok"]})
         rounds = ", ".join(f"{r['exercises_per_minute']:.1f}" for r in records)
         cpu = statistics.median(r["cpu"]["per_exercise"] for r in records)
-        lines.append(f"| {label} | {last['workers']} | {last.get('profile_workers', 0)} | "
+        lines.append(f"| {label} | {last['workers']} | {last['profile_workers']} | "
                      f"{medians[label]:.1f} | {rounds} | {medians[label] / best:.0%} | "
                      f"{cpu:g} | {busy} | "
                      f"{'all right' if not wrong else 'WRONG: ' + ', '.join(wrong)} |")

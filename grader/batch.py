@@ -470,13 +470,13 @@ def grade_class(
             else:
                 client.register_plugin(StopGradingProcesses())
             options = Options(mode, exercises, metrics, sanitizers, timeout, seed)
-            n_workers = (cluster_roles(client).get(STAGE)
-                         or len(client.scheduler_info(n_workers=-1)["workers"]))
+            roles = cluster_roles(client)  # what each worker does, where the cluster says
+            n_workers = roles.get(STAGE) or len(client.scheduler_info(n_workers=-1)["workers"])
             result = BatchResult(out, mode, n_workers, len(submissions))
             progress = bar.Progress(bar.TextColumn("{task.description}"), bar.BarColumn(),
                                     bar.MofNCompleteColumn(), bar.TimeElapsedColumn(),
                                     console=console, transient=True)
-            _run(client, submissions, out, options, force, console, result, on_result,
+            _run(client, roles, submissions, out, options, force, console, result, on_result,
                  as_completed, progress)
     finally:
         if cluster is not None:
@@ -485,12 +485,13 @@ def grade_class(
     return result
 
 
-def _run(client, submissions, out, options, force, console, result, on_result, as_completed,
-         progress) -> None:
+def _run(client, roles, submissions, out, options, force, console, result, on_result,
+         as_completed, progress) -> None:
     results = _Results(out, options.mode, submissions)
     payload = {**asdict(options), "exercises": list(options.exercises)}
-    futures = {}  # future -> (kind: grade, stage or profile, [(submission, fingerprint)])
-    staged_by_future: dict = {}  # a profile task's notebooks, to clean up if it is lost
+    # future -> (kind: grade, stage or profile, [(submission, fingerprint)], the staged
+    # notebooks a profile task has: their kernel caches are removed if it is lost)
+    futures = {}
     to_grade = []  # (submission, fingerprint, content)
     for sub in submissions:
         results.pending[sub.student] += 1
@@ -516,7 +517,6 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
         to_grade.append((sub, fingerprint, content))
     # a task grades a few notebooks, those of one assignment (file name) where it can
     to_grade.sort(key=lambda item: (item[0].file, item[0].student))
-    roles = cluster_roles(client)
     resources = {STAGE: 1} if roles.get(STAGE) else None  # not on the profile workers
     queue = ProfileQueue(roles.get(PROFILE, 0) if options.mode == "gpu" and options.metrics
                          else 0, PROFILE_GROUP_MAX)
@@ -524,7 +524,7 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
         for sub, fingerprint, content in to_grade:
             future = client.submit(stage_submission, (sub.path.name, str(sub.path), content),
                                    payload, resources=resources, pure=False)
-            futures[future] = ("stage", [(sub, fingerprint)])
+            futures[future] = ("stage", [(sub, fingerprint)], [])
     else:
         size = group_size(len(to_grade), result.workers, options)
         for start in range(0, len(to_grade), size):
@@ -533,7 +533,8 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
                                    [(sub.path.name, str(sub.path), content)
                                     for sub, _, content in group], payload,
                                    resources=resources, pure=False)
-            futures[future] = ("grade", [(sub, fingerprint) for sub, fingerprint, _ in group])
+            futures[future] = ("grade", [(sub, fingerprint) for sub, fingerprint, _ in group],
+                               [])
     for student, pending in results.pending.items():
         if not pending:  # all kept: files that an older grader did not write are added
             results.write_student(student)
@@ -548,19 +549,17 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
             task = progress.add_task("grading", total=len(to_grade))
             pending = as_completed(list(futures), loop=client.loop)
             for future in pending:
-                kind, group = futures.pop(future)
+                kind, group, staged = futures.pop(future)
                 try:
                     outcomes = future.result()
                 except Exception as exc:  # noqa: BLE001  (a lost worker: those students only)
                     outcomes = [{"error": f"the grading task failed ({type(exc).__name__}: "
                                           f"{exc}); a re-run retries it"}] * len(group)
-                    if kind == "profile":
-                        for notebook in staged_by_future.pop(future, []):
-                            _remove(notebook.kernels)
+                    for notebook in staged:
+                        _remove(notebook.kernels)
                 if kind == "stage" and isinstance(outcomes, dict):
                     outcomes = [outcomes]
                 if kind == "profile":
-                    staged_by_future.pop(future, None)
                     queue.done()
                 for (sub, fingerprint), outcome in zip(group, outcomes):
                     if "staged" in outcome:  # its profile comes later
@@ -581,8 +580,7 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
                                            [str(sub.path) for sub, *_ in ready],
                                            resources={PROFILE: 1}, pure=False)
                     futures[future] = ("profile", [(sub, fingerprint)
-                                                   for sub, fingerprint, _ in ready])
-                    staged_by_future[future] = staged
+                                                   for sub, fingerprint, _ in ready], staged)
                     pending.add(future)
     except KeyboardInterrupt:
         result.interrupted = True
@@ -590,7 +588,7 @@ def _run(client, submissions, out, options, force, console, result, on_result, a
         for _, _, notebook in queue.waiting:
             _remove(notebook.kernels)
         results.flush()
-        waiting = sum(len(group) for _, group in futures.values()) + len(queue.waiting)
+        waiting = sum(len(group) for _, group, _ in futures.values()) + len(queue.waiting)
         console.print(f"[yellow]interrupted:[/] the results so far are in {out}; {waiting} "
                       "notebooks are not graded yet: run the same command again to grade them")
     summary = results.summary()

@@ -237,13 +237,13 @@ def compiler() -> Compiler:
     """The process's compiler (its worker starts on first use)."""
     if not _COMPILER:
         _COMPILER.append(Compiler())
-        atexit.register(_COMPILER[0].stop)
+        atexit.register(stop_compiler)
     return _COMPILER[0]
 
 
 def stop_compiler() -> None:
-    """Stop the process's compiler worker, if one started, and wait for its end (what the
-    exit handler of :func:`compiler` does; a process ending with ``os._exit`` calls this)."""
+    """Stop the process's compiler worker, if one started, and wait for its end: the exit
+    handler of :func:`compiler`, which a process ending with ``os._exit`` calls itself."""
     for started in _COMPILER:
         started.stop()
 
