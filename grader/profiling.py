@@ -20,7 +20,7 @@ from pathlib import Path
 
 from grader import exercises as catalogue
 from grader import ncu, reference_profiles
-from grader.metric_rules import FAILED, format_outcome
+from grader.metric_rules import FAILED, NOT_ASSESSED, format_outcome
 from grader.ncu import NotAssessed, read_metrics
 from grader.notebook import load
 from grader.runner import MARKER_KERNEL
@@ -100,7 +100,59 @@ def profile_notebooks(notebooks: list[Notebook], timeout: float = PROFILE_TIMEOU
     that exit, and the wait for the next process, once per run. What a shared run cannot
     tell apart is measured again alone (:func:`profile_notebook`): a crash, a hang or an
     unsplit report blamed on an exercise of one notebook never costs another notebook's
-    measurement."""
+    measurement.
+
+    An exercise that fails a rule is measured once more, in an ncu run of its own over its
+    notebook and the reference, and that second measurement decides (:func:`measure_again`):
+    a kernel's duration varies with what else runs on the GPU meanwhile (a batch's other
+    workers), and a correct kernel must not lose points to one slow measurement."""
+    results = _profile_together(notebooks, timeout, seconds, on_event)
+    for j, notebook in enumerate(notebooks):
+        measure_again(notebook, results[j], timeout,
+                      seconds[j] if seconds is not None else None, on_event)
+    return results
+
+
+MEASURED_AGAIN = ("measured again in an ncu run of its own, which decides: the first "
+                  "measurement failed {failed} (a kernel's timing varies with what else runs "
+                  "on the GPU)")
+
+
+def failed_rules(section: dict) -> list[str]:
+    """The rules a metric section fails, each as "label (ratio x the reference)"."""
+    return [f"{o['label']} ({o['ratio']:.2f}x the reference)" if o.get("ratio") is not None
+            else o["label"] for o in section.get("rules", ()) if o["status"] == FAILED]
+
+
+def measure_again(notebook: Notebook, sections: dict[str, dict], timeout: float,
+                  seconds: dict[str, float] | None, on_event=None) -> None:
+    """Profile the exercises of ``sections`` that failed a rule once more, in one run of
+    their own, and put the new sections in their place with a note of the first one's
+    failures (a second run that measured nothing leaves the first sections)."""
+    exercises, cells, kernels = notebook
+    failed = {ex.id: failed_rules(sections[ex.id]) for ex in exercises
+              if ex.id in sections and failed_rules(sections[ex.id])}
+    if not failed:
+        return
+    again_seconds: dict[str, float] = {}
+    (again,) = _profile_together([([ex for ex in exercises if ex.id in failed], cells,
+                                   kernels)], timeout, [again_seconds], on_event)
+    for exercise_id, first in failed.items():
+        section = again.get(exercise_id, {})
+        if any(o["status"] != NOT_ASSESSED for o in section.get("rules", ())):
+            note = MEASURED_AGAIN.format(failed=", ".join(first))
+            section["note"] = "; ".join(filter(None, (section.get("note"), note)))
+            sections[exercise_id] = section
+    if seconds is not None:
+        for exercise_id, taken in again_seconds.items():
+            seconds[exercise_id] = seconds.get(exercise_id, 0.0) + taken
+
+
+def _profile_together(notebooks: list[Notebook], timeout: float,
+                      seconds: list[dict[str, float]] | None,
+                      on_event=None) -> list[dict[str, dict]]:
+    """:func:`profile_notebooks`' one shared ncu run, with the alone runs for what it could
+    not tell apart, before any failed rule is measured again."""
     order = {ex.id: ex for exercises, _, _ in notebooks for ex in exercises}
     if not order:
         return [{} for _ in notebooks]
@@ -146,7 +198,7 @@ def profile_notebooks(notebooks: list[Notebook], timeout: float = PROFILE_TIMEOU
         mine_seconds = {ex.id: shared_seconds.get(ex.id, 0.0) / len(notebooks) for ex in exs}
         if alone:
             alone_seconds: dict[str, float] = {}
-            sections.update(profile_notebooks([(alone, cells, kernels)], timeout,
+            sections.update(_profile_together([(alone, cells, kernels)], timeout,
                                               [alone_seconds], on_event)[0])
             for exercise_id, taken in alone_seconds.items():
                 mine_seconds[exercise_id] += taken
