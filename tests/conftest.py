@@ -79,15 +79,20 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(scope="module", autouse=True)
 def no_simulated_threads_left():
     """A simulated kernel that was stopped (time limit, interrupt, error) must not leave
-    threads behind: they would run on, slow every later test and confuse the watchdog's."""
+    threads behind: they would run on, slow every later test and confuse the watchdog's.
+    The failure says where each one is, to find what kept it."""
     yield
     if workbook.MODE != "sim":
         return
-    from workbook.sim.watchdog import simulated_threads
+    from sim_threads import LEFT_BEHIND, threads_left_behind
 
-    left = simulated_threads(wait=5.0)
+    from workbook.sim.watchdog import where_threads_are
+
+    left = threads_left_behind(wait=5.0)
+    LEFT_BEHIND.update(left)
     assert not left, (f"{len(left)} simulated CUDA threads still run after this module's "
-                      f"tests: a stopped kernel left them behind")
+                      f"tests: a stopped kernel left them behind. Where they are:\n"
+                      f"{where_threads_are(left)}")
 
 
 @pytest.fixture

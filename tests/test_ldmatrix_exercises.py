@@ -4,6 +4,7 @@ grader/exercises/ldmatrix/variants/ are rejected with a diagnosis."""
 import dataclasses
 
 import pytest
+from sim_threads import threads_left_behind
 from solution_cells import (
     assert_variant_rejected,
     buggy_params,
@@ -16,7 +17,7 @@ import workbook
 from grader.exercise import check_exercise
 from grader.exercises import get as get_exercise
 from grader.exercises import ldmatrix, slow_variant
-from workbook.sim.watchdog import simulated_threads
+from workbook.sim.watchdog import where_threads_are
 
 LESSON = ldmatrix.LESSON
 
@@ -48,7 +49,8 @@ def test_buggy_variant_rejected(variant):
     # the error in one lane stops the block: no lane may stay blocked in a warp-wide
     # ldmatrix (its lock held by a lane that was stopped) and outlive the check
     if workbook.MODE == "sim":
-        assert not simulated_threads(), "threads of the stopped kernel still run"
+        left = threads_left_behind()
+        assert not left, f"threads of the stopped kernel still run:\n{where_threads_are(left)}"
 
 
 def test_c_stub_is_not_implemented():

@@ -25,7 +25,12 @@ from test_grading import write_notebook
 from grader.exercise import SIZE_PER_BOUND, Case, case_time_limit, check_exercise
 from grader.exercises import get
 from grader.results import PASSED, TIMEOUT
-from workbook.sim.watchdog import KernelStopped, StoppableLock, simulated_threads
+from workbook.sim.watchdog import (
+    KernelStopped,
+    StoppableLock,
+    simulated_threads,
+    where_threads_are,
+)
 
 SIM = pytest.mark.sim_only  # kernels that never end: on a GPU they could not be stopped
 
@@ -321,3 +326,24 @@ def test_a_stop_that_lands_in_a_callback_is_not_reported_other_errors_are(monkey
     for exc_type in (watchdog.KernelStopped, ValueError):
         sys.unraisablehook(types.SimpleNamespace(exc_type=exc_type))
     assert [a.exc_type for a in seen] == [ValueError]
+
+
+def test_a_report_of_threads_left_behind_says_where_each_waits():
+    """The tests' report of threads that outlived their kernel names each one's innermost
+    frames, so a leak seen once (under load, in CI) tells where the thread was kept."""
+    release = threading.Event()
+
+    def held_at_an_event():
+        release.wait()
+
+    thread = threading.Thread(target=held_at_an_event, name="kept", daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.05)
+        report = where_threads_are([thread])
+    finally:
+        release.set()
+        thread.join(5)
+    assert report.startswith("kept: threading.py:"), report
+    assert " wait <- " in report and "held_at_an_event" in report, report
+    assert "(aborted)" not in report

@@ -213,6 +213,24 @@ def simulated_threads(wait: float = 0.0) -> list[threading.Thread]:
         time.sleep(0.02)
 
 
+def where_threads_are(threads: Sequence[threading.Thread], frames: int = 3) -> str:
+    """Where each thread is now: its innermost ``frames`` frames (file:line function), a line
+    per thread; for a report of threads that outlived their kernel."""
+    current = sys._current_frames()
+    lines = []
+    for thread in threads:
+        frame, stack = current.get(thread.ident), []
+        while frame is not None and len(stack) < frames:
+            code = frame.f_code
+            stack.append(f"{Path(code.co_filename).name}:{frame.f_lineno} {code.co_name}")
+            frame = frame.f_back
+        index = getattr(thread, "threadIdx", None)
+        who = f"thread {tuple(index)}" if index is not None else thread.name
+        lines.append(f"{who}: {' <- '.join(stack) or 'no Python frame'}"
+                     f"{' (aborted)' if getattr(thread, 'abort', False) else ''}")
+    return "\n".join(lines)
+
+
 def _student_frame(frame):
     """The innermost frame of the student's code (a kernel or device function)."""
     while frame is not None:
