@@ -4,9 +4,9 @@
 # label and run, median of 10 between CUDA events; 8192² and 2048²).
 source .whl/use-wheels.sh; export PYTHONPATH=$PWD:$PYTHONPATH
 export WORKBOOK_MODE=gpu
-D=benchmarks/results/untimed-2026-11-28-ccl-stats-dominant-blob/dominant_blob_var.py
-R=benchmarks/results/untimed-2026-11-28-ccl-reset-ahead/reset_ahead_var.py
-CHECK=benchmarks/results/untimed-2026-11-28-ccl-reset-ahead/sequence_check.py
+D=benchmarks/results/h200-2026-11-28-ccl-stats-dominant-blob/dominant_blob_var.py
+R=benchmarks/results/h200-2026-11-28-ccl-reset-ahead/reset_ahead_var.py
+CHECK=benchmarks/results/h200-2026-11-28-ccl-reset-ahead/sequence_check.py
 RUNNER=benchmarks/results/h100-2026-11-26-ccl-stats-registers/variants/st_run.py
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/v.log
 for v in $D $R; do timeout 120 python3 $CHECK $v 2>&1 | grep -v Warn | tee -a $OUT/v.log; done
