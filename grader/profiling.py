@@ -9,8 +9,7 @@ records by name; the report is split into segments by those names
 (:func:`split_report`), or, where it does not hold exactly the recorded launches, profiled
 again with a marker kernel opening each segment. An exercise that fails a rule is measured
 once more in a run of its own, which decides (:func:`measure_again`). :func:`assess`
-profiles one exercise alone
-(``grader profile`` and ``benchmarks/metric_rules.py``).
+profiles one exercise alone (``grader profile`` and ``benchmarks/metric_rules.py``).
 """
 
 from __future__ import annotations
