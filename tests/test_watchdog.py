@@ -347,3 +347,46 @@ def test_a_report_of_threads_left_behind_says_where_each_waits():
     assert report.startswith("kept: threading.py:"), report
     assert " wait <- " in report and "held_at_an_event" in report, report
     assert "(aborted)" not in report
+
+
+def test_no_module_is_first_imported_by_a_simulated_thread():
+    """The simulator's error and sanitizer paths (a barrier some threads skip, a race, a
+    shuffle outside its mask) import nothing new inside the kernel's threads: a CI run once
+    left three stopped threads waiting forever for the import lock of workbook.sim.branches,
+    which one of them had been importing."""
+    script = Path(__file__).with_name("sim_first_imports.py")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
+    assert done.returncode == 0, done.stderr
+    assert "early_return_before_barrier BarrierError" in done.stderr, done.stderr
+    assert "racing_shared RaceError" in done.stderr, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_a_stop_waits_for_a_thread_to_finish_its_import(tmp_path, monkeypatch):
+    """A thread that is importing a module is raised in only once the import is done, so the
+    stop cannot end it holding the module's import lock."""
+    from workbook.sim.watchdog import importing, stop_threads
+
+    (tmp_path / "slow_to_import.py").write_text("import time\ntime.sleep(1.0)\nDONE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    started, seen_importing = threading.Event(), []
+
+    def imports_then_loops():
+        started.set()
+        import slow_to_import  # noqa: F401
+        while True:  # ended only by the stop
+            pass
+
+    thread = threading.Thread(target=imports_then_loops, daemon=True)
+    thread.abort, thread.syncthreads_blocked = False, False
+    thread.syncthreads_event = threading.Event()
+    thread.start()
+    started.wait(5)
+    time.sleep(0.1)
+    seen_importing.append(importing(sys._current_frames().get(thread.ident)))
+    left = stop_threads([thread])
+    assert seen_importing == [True]
+    assert left == [] and not thread.is_alive()
+    assert sys.modules["slow_to_import"].DONE  # the import finished before the stop landed
+    sys.modules.pop("slow_to_import", None)

@@ -68,6 +68,7 @@ from pathlib import Path
 import numpy as np
 
 from workbook.sim import warp
+from workbook.sim.branches import enclosing_if
 from workbook.sim.watchdog import StoppableLock
 
 __all__ = [
@@ -752,8 +753,6 @@ def _check_exits(block, thread, k: int, stack) -> None:
 def _skipped_barrier_advice(stack) -> str:
     """Why a thread can end without a barrier others wait at: the barrier sits in a branch
     it did not take, or (no branch around it) the thread returned early."""
-    from workbook.sim.branches import enclosing_if
-
     code, offset = stack[0] if stack else (None, 0)
     branch = code and enclosing_if(code.co_filename, line_of(code, offset))
     if branch:

@@ -25,6 +25,8 @@ import sys
 import threading
 
 import numpy as np
+from numba.cuda import types
+from numba.cuda.np import numpy_support
 
 from workbook.sim import array_shapes, sanitizer
 from workbook.sim.sanitizer import BLOCK, READ, WRITE, access, caller_site
@@ -292,9 +294,6 @@ class SanitizedShared:
 
     def array(self, shape, dtype, alignment=None):
         """A shared array of this block, fresh and poisoned (see the module's docstring)."""
-        from numba.cuda import types
-        from numba.cuda.np import numpy_support
-
         _thread, block = sanitizer.current_block()
         if alignment is not None:
             _check_alignment(alignment)

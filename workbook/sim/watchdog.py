@@ -193,11 +193,26 @@ def stop_threads(threads: Sequence[threading.Thread]) -> list[threading.Thread]:
     while live and time.monotonic() - start < STOP_WAIT_S:
         if time.monotonic() - last_raise > RAISE_AGAIN_S:
             last_raise = time.monotonic()
+            frames = sys._current_frames()
             for thread in live:
-                _raise_in(thread.ident, KernelStopped)
+                if not importing(frames.get(thread.ident)):
+                    _raise_in(thread.ident, KernelStopped)
         time.sleep(0.02)
         live = [t for t in live if t.is_alive()]
     return live
+
+
+def importing(frame) -> bool:
+    """Whether a thread whose innermost frame is ``frame`` is inside Python's import system.
+    A stop raised there can end the thread holding a module's import lock, and every thread
+    that imports that module later waits for it forever, out of reach of any stop (seen:
+    threads of a stopped kernel left waiting in ``_lock_unlock_module``). Such a thread is
+    raised in once its import is done."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def simulated_threads(wait: float = 0.0) -> list[threading.Thread]:
