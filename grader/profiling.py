@@ -131,8 +131,8 @@ def measure_again(notebook: Notebook, sections: dict[str, dict], timeout: float,
     their own, and put the new sections in their place with a note of the first one's
     failures (a second run that measured nothing leaves the first sections)."""
     exercises, cells, kernels = notebook
-    failed = {ex.id: failed_rules(sections[ex.id]) for ex in exercises
-              if ex.id in sections and failed_rules(sections[ex.id])}
+    failed = {ex.id: rules for ex in exercises
+              if ex.id in sections and (rules := failed_rules(sections[ex.id]))}
     if not failed:
         return
     again_seconds: dict[str, float] = {}
