@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from interrupts import run_interrupting
+from sim_threads import threads_left_behind
 from solution_cells import namespace_with
 from test_grading import write_notebook
 
@@ -28,7 +29,6 @@ from grader.results import PASSED, TIMEOUT
 from workbook.sim.watchdog import (
     KernelStopped,
     StoppableLock,
-    simulated_threads,
     where_threads_are,
 )
 
@@ -73,7 +73,7 @@ def test_forgotten_stride_update_is_stopped_and_diagnosed(short_bound):
         in message, message
     assert "forgotten `stride *= 2`" in message
     assert result.cases[-1].status == TIMEOUT
-    assert not simulated_threads(), "the stopped kernel's threads still run"
+    assert not threads_left_behind(), "the stopped kernel's threads still run"
     # the next check runs normally
     result, _ = timed_check("reduction.simple", namespace_with(LESSON, "reduction.simple"))
     assert result.status == PASSED, result.summary()
@@ -90,7 +90,7 @@ def test_threads_waiting_for_a_looping_thread_are_told_apart(short_bound):
     assert "threads 0, 2-3: waiting at cuda.syncthreads() at <cell 11> line 13" in message, message
     assert "thread 1: running at <cell 11> line 8: while True:" in message, message
     assert "a cuda.syncthreads() or *_sync call inside a branch or loop" in message
-    assert not simulated_threads()
+    assert not threads_left_behind()
 
 
 @SIM
