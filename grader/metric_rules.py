@@ -12,6 +12,16 @@ from dataclasses import dataclass
 
 PASSED, FAILED, NOT_ASSESSED = "passed", "failed", "not assessed"
 
+# Words of Nsight Compute's metric names that measure time: a duration, cycles, or a rate
+# over the elapsed time. Such a value varies with what else runs on the GPU meanwhile; a
+# count (instructions, requests, sectors, bank conflicts) does not.
+TIMED_WORDS = ("duration", "cycles", "elapsed", "throughput", "per_second", "pct_of_peak")
+
+
+def is_timed(metric: str) -> bool:
+    """Whether ``metric`` measures time (see :data:`TIMED_WORDS`)."""
+    return any(word in metric for word in TIMED_WORDS)
+
 
 @dataclass(frozen=True)
 class MetricRule:

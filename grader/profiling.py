@@ -7,8 +7,8 @@ student's cells and the reference solution's side by side and makes each exercis
 profiling launches for both, each in a segment of ncu's profiled range whose kernels it
 records by name; the report is split into segments by those names
 (:func:`split_report`), or, where it does not hold exactly the recorded launches, profiled
-again with a marker kernel opening each segment. An exercise that fails a rule is measured
-once more in a run of its own, which decides (:func:`measure_again`). :func:`assess`
+again with a marker kernel opening each segment. An exercise that fails a rule on time is
+measured once more in a run of its own, which decides (:func:`measure_again`). :func:`assess`
 profiles one exercise alone (``grader profile`` and ``benchmarks/metric_rules.py``).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from grader import exercises as catalogue
 from grader import ncu, reference_profiles
-from grader.metric_rules import FAILED, NOT_ASSESSED, format_outcome
+from grader.metric_rules import FAILED, NOT_ASSESSED, format_outcome, is_timed
 from grader.ncu import NotAssessed, read_metrics
 from grader.notebook import load
 from grader.runner import MARKER_KERNEL
@@ -103,10 +103,11 @@ def profile_notebooks(notebooks: list[Notebook], timeout: float = PROFILE_TIMEOU
     unsplit report blamed on an exercise of one notebook never costs another notebook's
     measurement.
 
-    An exercise that fails a rule is measured once more, in an ncu run of its own over its
-    notebook and the reference, and that second measurement decides (:func:`measure_again`):
-    a kernel's duration varies with what else runs on the GPU meanwhile (a batch's other
-    workers), and a correct kernel must not lose points to one slow measurement."""
+    An exercise that fails a rule on time (a duration or a rate) is measured once more, in an
+    ncu run of its own over its notebook and the reference, and that second measurement
+    decides (:func:`measure_again`): a kernel's duration varies with what else runs on the
+    GPU meanwhile (a batch's other workers), and a correct kernel must not lose points to one
+    slow measurement. A failed count (instructions, requests) would fail again: no second run."""
     results = _profile_together(notebooks, timeout, seconds, on_event)
     for j, notebook in enumerate(notebooks):
         measure_again(notebook, results[j], timeout,
@@ -125,14 +126,20 @@ def failed_rules(section: dict) -> list[str]:
             else o["label"] for o in section.get("rules", ()) if o["status"] == FAILED]
 
 
+def fails_on_time(section: dict) -> bool:
+    """Whether a rule the section fails measures time (a duration or a rate): only such a
+    measurement can change when the GPU is less busy; a count fails again."""
+    return any(o["status"] == FAILED and is_timed(o["metric"]) for o in section.get("rules", ()))
+
+
 def measure_again(notebook: Notebook, sections: dict[str, dict], timeout: float,
                   seconds: dict[str, float] | None, on_event=None) -> None:
-    """Profile the exercises of ``sections`` that failed a rule once more, in one run of
-    their own, and put the new sections in their place with a note of the first one's
+    """Profile the exercises of ``sections`` that failed a rule on time (:func:`fails_on_time`)
+    once more, in one run of their own, and put the new sections in their place with a note of the first one's
     failures (a second run that measured nothing leaves the first sections)."""
     exercises, cells, kernels = notebook
-    failed = {ex.id: rules for ex in exercises
-              if ex.id in sections and (rules := failed_rules(sections[ex.id]))}
+    failed = {ex.id: failed_rules(sections[ex.id]) for ex in exercises
+              if ex.id in sections and fails_on_time(sections[ex.id])}
     if not failed:
         return
     again_seconds: dict[str, float] = {}

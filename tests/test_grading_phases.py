@@ -818,6 +818,40 @@ def test_a_kernel_slow_in_both_measurements_still_fails(monkeypatch):
     assert result.status == "failed" and result.score < shared.points
 
 
+def test_a_failed_count_is_not_measured_again(monkeypatch):
+    """A count (instructions, load requests) does not vary with what else runs on the GPU: a
+    kernel that fails only such a rule keeps its first measurement, with no second ncu run.
+    reduction.shared's load requests at 1.6x and its duration at the reference's own: the
+    duration passes, the count fails, once."""
+    from grader import profiling
+    from grader.metric_rules import is_timed
+
+    shared, calls = _rule_runs(monkeypatch, [None])
+    timed = {r.metric: is_timed(r.metric) for r in shared.metric_rules}
+    assert sorted(timed.values()) == [False, True]  # a count and a duration
+    count = next(m for m, t in timed.items() if not t)
+    section = {"rules": [r.evaluate(1.6 if r.metric == count else 1.0, 1.0)
+                         for r in shared.metric_rules]}
+    assert [o["status"] for o in section["rules"]].count("failed") == 1
+    profiling.measure_again(([shared], ["cells"], None), {shared.id: section}, 60, None)
+    assert calls == [] and "note" not in section
+
+
+def test_metrics_that_measure_time():
+    """Nsight Compute's names (its metric reference): durations, cycles and rates over the
+    elapsed time are timed; counts of instructions, requests, sectors and conflicts are not."""
+    from grader.metric_rules import is_timed
+
+    timed = ["gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+             "sm__cycles_elapsed.avg", "dram__bytes.sum.per_second"]
+    counts = ["smsp__inst_executed.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+              "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+              "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+              "sm__inst_executed_pipe_tensor_op_hmma.sum"]
+    assert [is_timed(m) for m in timed] == [True] * len(timed)
+    assert [is_timed(m) for m in counts] == [False] * len(counts)
+
+
 def test_a_second_run_that_measures_nothing_leaves_the_first_measurement(monkeypatch):
     from grader import profiling
 
