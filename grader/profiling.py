@@ -135,8 +135,9 @@ def fails_on_time(section: dict) -> bool:
 def measure_again(notebook: Notebook, sections: dict[str, dict], timeout: float,
                   seconds: dict[str, float] | None, on_event=None) -> None:
     """Profile the exercises of ``sections`` that failed a rule on time (:func:`fails_on_time`)
-    once more, in one run of their own, and put the new sections in their place with a note of the first one's
-    failures (a second run that measured nothing leaves the first sections)."""
+    once more, in one run of their own, and put the new sections in their place with a note
+    of the first one's failures (a second run that measured nothing leaves the first
+    sections)."""
     exercises, cells, kernels = notebook
     failed = {ex.id: failed_rules(sections[ex.id]) for ex in exercises
               if ex.id in sections and fails_on_time(sections[ex.id])}
