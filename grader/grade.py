@@ -247,7 +247,8 @@ def side_by_side(order: list[str], cells: list[dict], mode: str, timeout: float,
     gate = _Gate()
 
     def on_check_result(event: dict) -> None:
-        kernel_cache.mark_checked(event["result"]["id"])  # the tools may load its kernels
+        # the tools may load its kernels, and leave out those with nothing to look for
+        kernel_cache.mark_checked(event["result"]["id"], event.get("unneeded_tools"))
         gate.result(event)
 
     with ThreadPoolExecutor(max_workers=phases * count) as pool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 import os
 import shutil
 import tempfile
@@ -73,16 +74,34 @@ def for_notebook(mode: str, folder: str | None = None, remove: bool = True):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def mark_checked(exercise_id: str | None) -> None:
+def mark_checked(exercise_id: str | None, unneeded: dict[str, str] | None = None) -> None:
     """Mark that the check has finished ``exercise_id`` (None: every exercise it will), so
-    that its kernels are in the cache; nothing without a cache."""
+    that its kernels are in the cache; ``unneeded``: the compute-sanitizer tools that have
+    nothing to look for in its kernels, and why (:mod:`grader.kernel_code`). Nothing without
+    a cache."""
     folder = cache_dir()
     if folder is None:
         return
-    try:
-        Path(folder, CHECKED_MARK.format(exercise_id or "all")).touch()
+    mark = Path(folder, CHECKED_MARK.format(exercise_id or "all"))
+    try:  # written whole, then renamed: a tool never reads half a mark
+        partial = mark.with_name(mark.name + ".partial")
+        partial.write_text(json.dumps(unneeded or {}))
+        os.replace(partial, mark)
     except OSError:  # a missing mark costs a tool the wait, never a verdict
         pass
+
+
+def unneeded_tools(exercise_id: str) -> dict[str, str]:
+    """The tools the check's mark of ``exercise_id`` leaves out, with the reasons; none
+    without a mark or a cache (then every tool runs)."""
+    folder = cache_dir()
+    if folder is None:
+        return {}
+    try:
+        found = json.loads(Path(folder, CHECKED_MARK.format(exercise_id)).read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
 def wait_for_check(exercise_id: str, seconds: float = WAIT_FOR_CHECK_S,

@@ -9,10 +9,10 @@ ncu's report (:func:`grader.profiling.split_report`).
 
 from __future__ import annotations
 
-import functools
 from contextlib import contextmanager
 
 from grader.launch import cuda
+from grader.launch_hooks import on_launch
 
 # How the profile functions' warm-up launches are made: outside ncu's profiled range. A
 # report made before this held them inside (see grader.profiling.WARM_UPS_PROFILED_SKIP); the
@@ -79,52 +79,30 @@ def recorded_launches():
     """The names of the kernels launched inside ncu's profiled range while the block runs, in
     launch order: a list that grows with each launch.
 
-    It wraps, for the block's duration, every path by which a kernel launch reaches the
-    driver: numba's (``kernel[grid, block](...)``, a ``forall``, a specialised kernel: each
-    ends in ``_Kernel.launch``), a prepared launch's own driver call
-    (:meth:`workbook.launch._DriverLaunch.try_launch`), and the simulator's launch. A launch
-    is recorded once it returned: one that raised may not have reached the GPU (the parent
-    compares the names with ncu's report and does not split a report that disagrees)."""
+    It hooks, for the block's duration, every path by which a kernel launch reaches the
+    driver (:func:`grader.launch_hooks.on_launch`). A launch is recorded once it returned:
+    one that raised may not have reached the GPU (the parent compares the names with ncu's
+    report and does not split a report that disagrees)."""
     names: list[str] = []
-    originals = []
-    try:
-        for owner, attribute, wrap in _launch_paths():
-            originals.append((owner, attribute, owner.__dict__.get(attribute)))
-            setattr(owner, attribute, wrap(getattr(owner, attribute), names.append))
+
+    def note(launched) -> None:
+        if in_profiled_range():
+            names.append(launched_name(launched))
+
+    with on_launch(note):
         yield names
-    finally:
-        for owner, attribute, original in reversed(originals):
-            if original is None:
-                delattr(owner, attribute)
-            else:
-                setattr(owner, attribute, original)
 
 
-def _launch_paths():
-    """``(class, method, wrapper)`` of each launch path of this mode (see
-    :func:`recorded_launches`); ``wrapper(method, note)`` calls ``note(kernel name)`` after
-    each launch inside the profiled range."""
+def launched_name(launched) -> str:
+    """The Python name of what :func:`grader.launch_hooks.on_launch` reports: a prepared
+    launch's kernel, a simulated kernel's function, or numba's compiled kernel."""
     from workbook.launch import _DriverLaunch
 
-    paths = [(_DriverLaunch, "try_launch", _recording_driver_launch)]
+    if isinstance(launched, _DriverLaunch):
+        return launched.kernel_name
     if cuda().config.ENABLE_CUDASIM:
-        from numba.cuda.simulator.kernel import FakeCUDAKernel
-
-        return [*paths, (FakeCUDAKernel, "__call__", _recording_simulated_launch)]
-    from numba.cuda.dispatcher import _Kernel
-
-    return [*paths, (_Kernel, "launch", _recording_numba_launch)]
-
-
-def _recording_numba_launch(launch, note):
-    @functools.wraps(launch)
-    def recorded(self, *args, **kwargs):
-        result = launch(self, *args, **kwargs)
-        if in_profiled_range():
-            note(kernel_name(self))
-        return result
-
-    return recorded
+        return launched.fn.__name__
+    return kernel_name(launched)
 
 
 def kernel_name(kernel) -> str:
@@ -151,28 +129,3 @@ def function_of_entry(entry: str) -> str:
         length = int(entry[at:end])
         last, at = entry[end:end + length], end + length
     return last
-
-
-def _recording_driver_launch(try_launch, note):
-    @functools.wraps(try_launch)
-    def recorded(self, args):
-        launched = try_launch(self, args)
-        if launched and in_profiled_range():
-            note(self.kernel_name)
-        return launched
-
-    return recorded
-
-
-def _recording_simulated_launch(call, note):
-    from numba.cuda.simulator import kernel as simulated
-
-    @functools.wraps(call)
-    def recorded(self, *args):
-        launch = not self._device and simulated._get_kernel_context() is None
-        result = call(self, *args)
-        if launch and in_profiled_range():
-            note(self.fn.__name__)
-        return result
-
-    return recorded

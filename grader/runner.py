@@ -177,16 +177,26 @@ def run_job(job: dict, events: Events) -> None:
     for exercise_id in job["exercise_ids"]:
         exercise = get(exercise_id)
         events.emit(start=exercise_id)
+        unneeded: dict[str, str] = {}
         error = student.advance(exercise_id)
         if error:  # the notebook's setup is not the student's fault, their own cell is
             result = error_result(exercise, error, job["mode"],
                                   ERROR if student.broken else FAILED)
         else:
-            if action == "sanitize" and job["mode"] == "gpu":
-                kernel_cache.wait_for_check(exercise_id)  # then its kernels load, not compile
-            result = check(exercise, student.namespace, job, events)
+            if action == "sanitize":
+                if job["mode"] == "gpu":  # then its kernels load, not compile
+                    kernel_cache.wait_for_check(exercise_id)
+                why = kernel_cache.unneeded_tools(exercise_id).get(job.get("tool"))
+                if why:  # the check read its kernels: nothing there for this tool
+                    events.emit(unneeded=[exercise_id, why])
+                    continue
+            if action == "check" and job["mode"] == "gpu":
+                result, unneeded = check_reading_kernels(exercise, student.namespace, job,
+                                                         events)
+            else:
+                result = check(exercise, student.namespace, job, events)
         result.messages.extend(student.notes)
-        events.emit(result=result.to_dict())
+        events.emit(result=result.to_dict(), **({"unneeded_tools": unneeded} if unneeded else {}))
         if restart_after(result):
             return
 
@@ -340,6 +350,17 @@ def check(exercise, namespace: dict, job: dict, events: Events | None = None) ->
             _synchronize()
             print(f"{MARKER} end {exercise.id}", flush=True)
     return check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"), **options)
+
+
+def check_reading_kernels(exercise, namespace: dict, job: dict,
+                          events: Events) -> tuple[ExerciseResult, dict[str, str]]:
+    """:func:`check` on a GPU, and the compute-sanitizer tools that have nothing to look for in
+    the kernels it launched (:func:`grader.kernel_code.unneeded_tools`), with the reasons."""
+    from grader.kernel_code import code_of, launched_kernels, unneeded_tools
+
+    with launched_kernels() as kernels:
+        result = check(exercise, namespace, job, events)
+    return result, unneeded_tools([code_of(kernel) for kernel in kernels.values()])
 
 
 def _synchronize() -> None:

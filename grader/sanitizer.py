@@ -7,7 +7,10 @@ runs it once more for each of NVIDIA's compute-sanitizer tools -- ``memcheck``
 races) and ``synccheck`` (barriers not every thread reaches) -- on its test
 cases of at most :data:`MAX_SIZE` elements (the tools slow kernels down a
 hundredfold and more). A tool that reports an error fails the exercise, with
-the tool's first finding in the result's messages. Where compute-sanitizer is
+the tool's first finding in the result's messages. A tool with nothing to look
+for in the kernels the check launched (racecheck without shared memory, synccheck
+without a barrier or warp-synchronous primitive: :mod:`grader.kernel_code`) does
+not run, and the result says why. Where compute-sanitizer is
 not installed the exercise is graded as before, with a note saying the checks
 were skipped. The grading pipeline runs the tools in its sanitize stage
 (:mod:`grader.stages.sanitize`); this module finds the tool, builds its command line and
@@ -117,8 +120,11 @@ class Finding:
     errors: int | None
     lines: list[str]
     note: str = ""
+    unneeded: str = ""  # why the tool did not run: nothing in the kernels for it to check
 
     def message(self) -> str:
+        if self.unneeded:
+            return f"compute-sanitizer {self.tool}: not run ({self.unneeded})"
         if self.errors is None:
             return f"compute-sanitizer {self.tool}: not assessed ({self.note})"
         if self.errors == 0:
@@ -184,8 +190,8 @@ def sanitize_notebook(tool_path: str, tool: str, exercise_ids: list[str], cells:
     tool's report between the runner's markers for that exercise."""
     from grader.session import exercise_seconds, run_exercises
 
-    job = {"mode": mode, "action": "sanitize", "exercise_ids": exercise_ids, "cells": cells,
-           "seed": seed}
+    job = {"mode": mode, "action": "sanitize", "tool": tool, "exercise_ids": exercise_ids,
+           "cells": cells, "seed": seed}
     attempts = run_exercises(job, timeout, wrap=lambda n, d: (command(tool_path, tool), {}),
                              on_event=on_event)
     if seconds is not None:
@@ -194,8 +200,11 @@ def sanitize_notebook(tool_path: str, tool: str, exercise_ids: list[str], cells:
     for attempt in attempts:
         parts = split_by_exercise(attempt.output)
         blamed = [x for x in (attempt.crashed, attempt.timed_out) if x]
+        unneeded = dict(e["unneeded"] for e in attempt.events if "unneeded" in e)
         for exercise_id in attempt.started() or blamed:
-            if exercise_id == attempt.timed_out:
+            if exercise_id in unneeded and exercise_id not in blamed:
+                findings[exercise_id] = Finding(tool, 0, [], unneeded=unneeded[exercise_id])
+            elif exercise_id == attempt.timed_out:
                 findings[exercise_id] = Finding(tool, None, [],
                                                 f"did not finish within {timeout:g} s")
             elif exercise_id in parts:
@@ -263,12 +272,14 @@ def qualifies(result) -> bool:
 
 
 def apply_findings(result, findings: list[Finding]) -> None:
-    """Add the tools' findings to a graded exercise; an error fails it."""
+    """Add the tools' findings to a graded exercise; an error fails it. A tool that did not
+    run, having nothing to check, says why."""
+    ran = [f for f in findings if not f.unneeded]
     for finding in findings:
-        if finding.errors != 0:
+        if finding.errors != 0 or finding.unneeded:
             result.messages.append(finding.message())
-    if any(f.errors for f in findings):
+    if any(f.errors for f in ran):
         result.status, result.score = FAILED, 0.0
-    elif findings and all(f.errors == 0 for f in findings):
+    elif ran and all(f.errors == 0 for f in ran):
         result.messages.append(
-            f"compute-sanitizer: no errors ({', '.join(f.tool for f in findings)})")
+            f"compute-sanitizer: no errors ({', '.join(f.tool for f in ran)})")
