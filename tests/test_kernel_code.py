@@ -203,7 +203,7 @@ def test_a_tool_left_out_is_not_run_and_says_why(tool_that_reports_a_race,  # no
                                   "(stand-in))")
 
 
-def test_a_crash_after_a_tool_was_left_out_is_blamed_as_before():
+def test_a_crash_after_a_tool_was_left_out_is_blamed_as_before(monkeypatch):
     attempt = Attempt(events=[{"start": "a.x"}, {"unneeded": ["a.x", "why"]}, {"start": "a.y"}],
                       output="", returncode=-11, crashed="a.y")
     calls = []
@@ -212,14 +212,8 @@ def test_a_crash_after_a_tool_was_left_out_is_blamed_as_before():
         calls.append(job)
         return [attempt]
 
-    import grader.session as session
-
-    original = session.run_exercises
-    session.run_exercises = run_exercises
-    try:
-        findings = tools.sanitize_notebook("/bin/true", "synccheck", ["a.x", "a.y"], [], 10)
-    finally:
-        session.run_exercises = original
+    monkeypatch.setattr("grader.session.run_exercises", run_exercises)
+    findings = tools.sanitize_notebook("/bin/true", "synccheck", ["a.x", "a.y"], [], 10)
     assert calls[0]["tool"] == "synccheck"
     assert findings["a.x"].unneeded == "why" and findings["a.x"].errors == 0
     assert findings["a.y"].errors is None  # the crash: not assessed
