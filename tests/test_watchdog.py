@@ -198,9 +198,9 @@ def test_grader_cli_reports_a_hanging_exercise_in_seconds(tmp_path):
     message = exercise["messages"][0]
     assert "what the simulated threads of block" in message, message
     # the loop passes a barrier per turn: its thread is caught at the barrier or between two
-    # (which one depends on the machine's load), and the loop is named as the cause
+    # (which one depends on the machine's load); caught running, the loop is named the cause
     assert "waiting at cuda.syncthreads()" in message or ": running" in message, message
-    assert LOOP_CAUSE in message, message
+    assert ": running" not in message or LOOP_CAUSE in message, message
     assert seconds < 60, f"the grader took {seconds:.0f} s for one hanging exercise"
 
 
