@@ -132,7 +132,7 @@ def test_resolve_rank_ranks_the_first_pixels_of_scipys_blobs(ns, name, connectiv
     n, tile = roots.size, ns["SCAN_TILE"]
     tiles = (n + tile - 1) // tile
     tile_sums = cuda.device_array(tiles, np.int32)
-    ns["resolve_rank_kernel"][tiles, ns["SCAN_THREADS"]](forest, roots, tile_sums, n)
+    ns["resolve_rank_kernel"][tiles, ns["RESOLVE_THREADS"]](forest, roots, tile_sums, n)
     got = roots.copy_to_host()
 
     labels, count, firsts = _first_pixel_cells(image, connectivity)

@@ -1,0 +1,1 @@
+INIT_JIT = {"launch_bounds": (256, 8)}

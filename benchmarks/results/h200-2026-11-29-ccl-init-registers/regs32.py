@@ -1,0 +1,1 @@
+INIT_JIT = {"max_registers": 32}
