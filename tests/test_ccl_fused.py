@@ -292,17 +292,17 @@ def test_the_checks_catch_broken_fused_kernels(mutation):
 
 
 PACKED_MUTATIONS = {  # (after, old, new): the packed statistics broken, each must be caught
-    "the row's bit left out": ("def blob_stats_packed_kernel", "    mask |= row_bit\n",
-                               "    pass\n"),
-    "the y sums unpacked from the x sums' bits": ("def blob_stats_packed_kernel",
-                                                  "(packed & 0xFFFF) + n * y_tile",
-                                                  "((packed >> 16) & 0xFFFF) + n * y_tile"),
-    "the warp's masks not combined": ("def blob_stats_packed_kernel",
-                                      "mask |= cuda.shfl_xor_sync(FULL_MASK, mask, offset)",
-                                      "mask |= 0"),
+    "the row's bit left out": ("def blob_stats_packed_kernel", "rows32 = int32(row_bit)",
+                               "rows32 = int32(0)"),
+    "the x sums read with the area's bits": ("def blob_stats_packed_kernel",
+                                             "int64(packed % PACK_AREA) + n * x_tile",
+                                             "int64(packed) + n * x_tile"),
+    "the warp's masks not combined": (
+        "def blob_stats_packed_kernel",
+        "columns32 | cuda.shfl_xor_sync(FULL_MASK, columns32, offset)", "columns32 | 0"),
     "the tile's corner left out of the sums": ("def blob_stats_packed_kernel",
-                                               "((packed >> 16) & 0xFFFF) + n * x_tile",
-                                               "((packed >> 16) & 0xFFFF)"),
+                                               "int64(packed % PACK_AREA) + n * x_tile",
+                                               "int64(packed % PACK_AREA)"),
     "two lanes of the 128-bit load swapped": ("def row_labels",
                                               "out[j], out[j + 1], out[j + 2]",
                                               "out[j + 1], out[j], out[j + 2]"),
