@@ -15,7 +15,7 @@ from grader.exercise import Mismatch
 from grader.verify import expect_sum, summation_tolerance
 from workbook import diagrams, recorded
 from workbook.bench import NeedsGPU, bandwidth_gbs, time_gpu
-from workbook.vector import load4, load4_int32, load_half8, store4, store_half8
+from workbook.vector import load4, load4_int32, load_half8, store2_int32, store4, store_half8
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -233,6 +233,18 @@ def misaligned_store4(y):
 
 
 @cuda.jit
+def pairs_swapped(x, y):
+    i = 2 * cuda.grid(1)
+    if i < x.size:
+        store2_int32(y, i, x[i + 1], x[i])
+
+
+@cuda.jit
+def misaligned_store2_int32(y):
+    store2_int32(y, 3, 1, 2)
+
+
+@cuda.jit
 def misaligned_load_half8(x, out):
     v0, v1, v2, v3, v4, v5, v6, v7 = load_half8(x, 4)
     out[0] = v0
@@ -247,6 +259,26 @@ def test_store4_writes_four_elements():
     expected[1::4] += 1
     expected[3::4] *= -1
     np.testing.assert_array_equal(y, expected)
+
+
+def test_store2_int32_writes_two_integers_exactly():
+    # values a float32 could not hold, and the sign bit: a store through floats would round
+    x = np.array([2**31 - 1, -2**31, 16777217, -1, 0, 7, -16777219, 123456789], np.int32)
+    y = np.zeros(8, np.int32)
+    pairs_swapped[1, 4](x, y)
+    np.testing.assert_array_equal(y, x.reshape(4, 2)[:, ::-1].reshape(-1))
+
+
+@pytest.mark.sim_only
+@pytest.mark.parametrize("kernel,args,error,message", [
+    (misaligned_store2_int32, (np.zeros(8, np.int32),), IndexError,
+     "a 64-bit access needs an index that is a multiple of 2"),
+    (pairs_swapped, (np.zeros(8, np.int32), np.zeros(8, np.int64)), TypeError,
+     "store2_int32 writes an int32 array"),
+], ids=["misaligned", "int64"])
+def test_store2_int32_rejects_odd_index_and_other_dtypes(kernel, args, error, message):
+    with pytest.raises(error, match=message):
+        kernel[1, 1](*args)
 
 
 def test_half8_loads_exactly_and_stores_rounded_to_nearest_even():
@@ -316,6 +348,30 @@ for name, make, load, dtype in (("load4", copy4, load4, float32),
                     if line.strip().startswith("ld.global")})
     print(name, *loads)
 '''
+
+
+STORE2_PTX = r'''
+from grader.gpu_compile import target
+target.use_real_compiler()
+from numba import cuda, int32
+from workbook.vector import store2_int32
+
+def kernel(x, y):
+    store2_int32(y, 2 * cuda.grid(1), x[0], x[1])
+
+ptx, _ = cuda.compile_ptx(kernel, (int32[::1], int32[::1]), cc=(9, 0))
+print(*sorted({line.split()[0] for line in ptx.splitlines()
+               if line.strip().startswith("st.global")}))
+'''
+
+
+def test_store2_int32_is_one_64_bit_store():
+    """The PTX of store2_int32 (compiled for sm_90 without a GPU): one st.global.v2.s32,
+    no scalar store."""
+    done = subprocess.run([sys.executable, "-c", STORE2_PTX], capture_output=True, text=True,
+                          cwd=ROOT, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["st.global.v2.s32"], done.stdout
 
 
 def test_read_once_loads_ask_the_l1_not_to_keep_the_data():

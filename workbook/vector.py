@@ -1,4 +1,4 @@
-"""Vectorised (128-bit) global loads for kernels, usable in both modes.
+"""Vectorised (64- and 128-bit) global loads and stores for kernels, usable in both modes.
 
 NVVM never merges numba's scalar loads into wide loads, so a kernel that wants
 ``LDG.E.128`` asks for it: ``a, b, c, d = load4(x, i)`` reads ``x[i:i+4]`` of a
@@ -23,6 +23,9 @@ to and from float32, the type kernels compute in):
 
 Their index must be a multiple of 4 (``store4``) or 8 (the half versions).
 
+``store2_int32(y, i, a, b)`` writes ``y[i:i+2]`` of an int32 array with one 64-bit
+``st.global.v2.s32``; its index must be even.
+
 ``load4_once`` and ``load_half8_once`` are the same loads for data a kernel reads exactly
 once: ``ld.global.nc.L1::no_allocate`` asks the L1 cache not to keep the 16 bytes. In the
 simulator (no caches) they are ``load4`` and ``load_half8``.
@@ -34,10 +37,10 @@ from workbook.mode import current_mode
 
 
 def _check_access(name: str, array, index, multiple: int, dtype=None, verb: str = "reads"):
-    """The simulator's checks of a 128-bit access: an index that is a multiple of
-    ``multiple`` and, where given, the array's ``dtype``."""
+    """The simulator's checks of a wide access (``multiple`` elements at once): an index that
+    is a multiple of ``multiple`` and, where given, the array's ``dtype``."""
     if index % multiple != 0:
-        raise _misaligned(name, index, multiple)
+        raise _misaligned(name, index, multiple, 8 * multiple * array.dtype.itemsize)
     if dtype is not None and array.dtype != dtype:
         kind = dtype.__name__
         article = "an" if kind[0] in "aeiou" else "a"
@@ -109,16 +112,16 @@ def _hardware_load4_int32():
                                LOAD4_INT32 + " {$0, $1, $2, $3}, [$4];", result="int32")
 
 
-def _misaligned(name: str, index, multiple: int) -> IndexError:
+def _misaligned(name: str, index, multiple: int, bits: int = 128) -> IndexError:
     return IndexError(
-        f"{name} at index {index}: a 128-bit access needs an index that is a multiple "
+        f"{name} at index {index}: a {bits}-bit access needs an index that is a multiple "
         f"of {multiple} (misaligned address on a GPU)"
     )
 
 
 def _simulated_wide():
     from numba import cuda
-    from numpy import errstate, float16, float32
+    from numpy import errstate, float16, float32, int32
 
     @cuda.jit(device=True)
     def store4(array, index, a, b, c, d):
@@ -140,7 +143,13 @@ def _simulated_wide():
             for k, value in enumerate((v0, v1, v2, v3, v4, v5, v6, v7)):
                 array[index + k] = float16(value)
 
-    return store4, load_half8, store_half8
+    @cuda.jit(device=True)
+    def store2_int32(array, index, a, b):
+        _check_access("store2_int32", array, index, 2, int32, "writes")
+        array[index] = a
+        array[index + 1] = b
+
+    return store4, load_half8, store_half8, store2_int32
 
 
 def _pointer(context, builder, array_type, array, index, index_type):
@@ -214,7 +223,27 @@ def _hardware_wide():
 
         return types.none(array, index, *values), codegen
 
-    return store4, _hardware_load_half8(), store_half8
+    @intrinsic
+    def store2_int32(typingctx, array, index, a, b):
+        if not (_array_of(array, types.int32) and isinstance(index, types.Integer)):
+            return None
+        if not all(isinstance(v, types.Integer) for v in (a, b)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            pointer = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])
+            ints = [context.cast(builder, v, t, types.int32)
+                    for v, t in zip(args[2:], sig.args[2:])]
+            i32 = ir.IntType(32)
+            asm_type = ir.FunctionType(ir.VoidType(), [pointer.type, i32, i32])
+            asm = ir.InlineAsm(asm_type, "st.global.v2.s32 [$0], {$1, $2};", "l,r,r",
+                               side_effect=True)
+            builder.call(asm, [pointer, *ints])
+            return context.get_dummy_value()
+
+        return types.none(array, index, a, b), codegen
+
+    return store4, _hardware_load_half8(), store_half8, store2_int32
 
 
 def _hardware_load_half8(instruction: str = LOAD_HALF8):
@@ -233,13 +262,13 @@ def _hardware_load_half8(instruction: str = LOAD_HALF8):
 if current_mode() == "sim":
     load4, load4_int32 = _simulated_load4()
     load4_once = load4
-    store4, load_half8, store_half8 = _simulated_wide()
+    store4, load_half8, store_half8, store2_int32 = _simulated_wide()
     load_half8_once = load_half8
 else:
     load4, load4_once = _hardware_load4(), _hardware_load4(LOAD4_ONCE)
     load4_int32 = _hardware_load4_int32()
-    store4, load_half8, store_half8 = _hardware_wide()
+    store4, load_half8, store_half8, store2_int32 = _hardware_wide()
     load_half8_once = _hardware_load_half8(LOAD_HALF8_ONCE)
 
-__all__ = ["load4", "load4_int32", "load4_once", "load_half8", "load_half8_once", "store4",
-           "store_half8"]
+__all__ = ["load4", "load4_int32", "load4_once", "load_half8", "load_half8_once", "store2_int32",
+           "store4", "store_half8"]
