@@ -1,6 +1,7 @@
 """Runtime helpers the notebooks use: tolerance messages, diagrams, recorded data, timing,
-128-bit loads and stores."""
+64- and 128-bit loads and stores."""
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -318,12 +319,13 @@ def test_half_accesses_reject_other_dtypes(x, y, message):
         halves_through_float32[1, 1](x, y, np.zeros(1, np.float32))
 
 
-READ_ONCE_PTX = r'''
+WIDE_ACCESS_PTX = r'''
 from grader.gpu_compile import target
 target.use_real_compiler()
 from numba import cuda, float32, int32
 from numba.cuda.types import float16
 from workbook.vector import load4, load4_int32, load4_once, load_half8, load_half8_once
+from workbook.vector import store2_int32
 
 def copy4(load):
     def kernel(x, y):
@@ -337,6 +339,10 @@ def copy8(load):
         y[0] = v[0] + v[7]
     return kernel
 
+def instructions(ptx, prefix):
+    return sorted({line.split()[0] for line in ptx.splitlines()
+                   if line.strip().startswith(prefix)})
+
 for name, make, load, dtype in (("load4", copy4, load4, float32),
                                 ("load4_once", copy4, load4_once, float32),
                                 ("load_half8", copy8, load_half8, float16),
@@ -344,47 +350,42 @@ for name, make, load, dtype in (("load4", copy4, load4, float32),
                                 ("load4_int32", copy4, load4_int32, int32)):
     out = int32 if dtype is int32 else float32
     ptx, _ = cuda.compile_ptx(make(load), (dtype[::1], out[::1]), cc=(9, 0))
-    loads = sorted({line.split()[0] for line in ptx.splitlines()
-                    if line.strip().startswith("ld.global")})
-    print(name, *loads)
-'''
+    print(name, *instructions(ptx, "ld.global"))
 
-
-STORE2_PTX = r'''
-from grader.gpu_compile import target
-target.use_real_compiler()
-from numba import cuda, int32
-from workbook.vector import store2_int32
-
-def kernel(x, y):
+def pair(x, y):
     store2_int32(y, 2 * cuda.grid(1), x[0], x[1])
 
-ptx, _ = cuda.compile_ptx(kernel, (int32[::1], int32[::1]), cc=(9, 0))
-print(*sorted({line.split()[0] for line in ptx.splitlines()
-               if line.strip().startswith("st.global")}))
+ptx, _ = cuda.compile_ptx(pair, (int32[::1], int32[::1]), cc=(9, 0))
+print("store2_int32", *instructions(ptx, "st.global"))
 '''
+
+
+@functools.cache
+def wide_access_instructions() -> dict:
+    """The global-memory instructions in the PTX of each wide access of workbook.vector,
+    compiled for sm_90 without a GPU (one process for all of them: the compiler's start-up
+    is most of its time)."""
+    done = subprocess.run([sys.executable, "-c", WIDE_ACCESS_PTX], capture_output=True,
+                          text=True, cwd=ROOT, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return dict(line.split(maxsplit=1) for line in done.stdout.splitlines()
+                if line.startswith(("load", "store")))
 
 
 def test_store2_int32_is_one_64_bit_store():
-    """The PTX of store2_int32 (compiled for sm_90 without a GPU): one st.global.v2.s32,
-    no scalar store."""
-    done = subprocess.run([sys.executable, "-c", STORE2_PTX], capture_output=True, text=True,
-                          cwd=ROOT, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["st.global.v2.s32"], done.stdout
+    """The PTX of store2_int32: one st.global.v2.s32, no scalar store."""
+    found = wide_access_instructions()
+    assert found["store2_int32"] == "st.global.v2.s32", found
 
 
 def test_read_once_loads_ask_the_l1_not_to_keep_the_data():
     """The PTX of each 128-bit load (compiled for sm_90 without a GPU): the read-once
     versions add the L1::no_allocate eviction hint of the PTX ISA to the same load; the int32
     load is the ordinary (coherent) one, not the read-only .nc path."""
-    done = subprocess.run([sys.executable, "-c", READ_ONCE_PTX], capture_output=True,
-                          text=True, cwd=ROOT, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    loads = dict(line.split(maxsplit=1) for line in done.stdout.splitlines()
-                 if line.startswith("load"))
+    found = wide_access_instructions()
+    loads = {name: found[name] for name in found if name.startswith("load")}
     assert loads == {"load4": "ld.global.nc.v4.f32",
                      "load4_once": "ld.global.nc.L1::no_allocate.v4.f32",
                      "load_half8": "ld.global.nc.v4.b32",
                      "load_half8_once": "ld.global.nc.L1::no_allocate.v4.b32",
-                     "load4_int32": "ld.global.v4.s32"}, done.stdout
+                     "load4_int32": "ld.global.v4.s32"}, found
