@@ -446,7 +446,7 @@ def _marker_kernel():
 
 def main(argv: list[str], leave_at_once: bool = False) -> int:
     """Run the job of ``argv`` (its file, then the events file); with ``leave_at_once``
-    (the process's own entry point), a job that :func:`ends_at_once` ends the process."""
+    (the process's own entry point), the process then ends as :func:`ending` says."""
     from grader import lazy_imports
 
     lazy_imports.install()  # the notebook's pyplot loads only if a graded cell plots
@@ -454,31 +454,64 @@ def main(argv: list[str], leave_at_once: bool = False) -> int:
     with open(job_path) as f:
         job = json.load(f)
     run_job(job, Events(events_path))
-    if leave_at_once and ends_at_once(job):
-        _stop_children()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+    if leave_at_once:
+        _leave(ending(job))
     return 0
+
+
+AT_ONCE = "at once"  # os._exit: no exit handler runs
+C_EXIT = "C exit"  # the C library's exit(): the native libraries' exit handlers run
+TEARDOWN = "teardown"  # the interpreter's own end (where the C library's exit() is not found)
+
+
+def ending(job: dict) -> str:
+    """How the process ends once ``job`` is done. Either way it skips the interpreter's
+    teardown (numba's modules, kernels and buffers freed one by one), which no one waits for:
+
+    * a check ends at once (``os._exit``): on an H100 machine (2026-11-26) a lesson-02 check
+      process took 0.7-3.9 s from its last event to its end, 0.3 s on average without it;
+    * a job under compute-sanitizer or ncu ends through the C library's ``exit()``: the tool's
+      library in the process still runs its exit handlers and hands over its report (with
+      ``os._exit`` ncu lost the measurements of a shared profile run now and then), the CUDA
+      driver still closes its context, and Python's teardown is skipped. Measured on an
+      H200 machine with 16 cores (2026-11-29, lesson 02, 24 notebooks, default settings):
+      124.2 and 124.3 exercises a minute against 113.4 and 113.1 with the teardown, in
+      turns in one call, every verdict right; one ncu run over two notebooks 7.1-7.2 s
+      against 8.3-8.5 s (``benchmarks/results/h200-2026-11-29-batch-process-exit/``)."""
+    if job.get("action", "check") == "check":
+        return AT_ONCE
+    return C_EXIT if _c_exit() is not None else TEARDOWN
+
+
+def _c_exit():
+    """The C library's ``exit`` (None where ctypes cannot find it, as on Windows)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).exit
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
+def _leave(how: str) -> None:
+    """End the process as :func:`ending` chose, its output flushed first."""
+    if how == TEARDOWN:
+        return
+    _stop_children()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if how == AT_ONCE:
+        os._exit(0)
+    _c_exit()(0)
 
 
 def _stop_children() -> None:
     """Stop the processes this one started (a sim-mode check's GPU-compile worker), as the
-    exit handlers that ``os._exit`` skips would: none outlives the check, and their CPU
+    Python exit handlers that both endings skip would: none outlives the job, and their CPU
     time counts towards this process's when its parent waits for it."""
     client = sys.modules.get("grader.gpu_compile.client")
     if client is not None:
         client.stop_compiler()
-
-
-def ends_at_once(job: dict) -> bool:
-    """Whether the process ends as soon as ``job`` is done, without the interpreter's
-    teardown (numba's kernels and buffers freed, the CUDA context destroyed), which no one
-    waits for: a check's (on an H100 machine, 2026-11-26, a lesson-02 check process took
-    0.7-3.9 s from its last event to its end, 0.3 s on average without it). Not a job under
-    compute-sanitizer or ncu, whose tool still reports at the process's end (ncu lost the
-    measurements of a shared profile run now and then when its process ended this way)."""
-    return job.get("action", "check") == "check"
 
 
 if __name__ == "__main__":

@@ -471,15 +471,50 @@ def test_a_profile_job_over_several_notebooks_loads_each_ones_kernels_from_its_c
                        ("reduction.shared", "ref"): ""}
 
 
-def test_only_a_check_process_skips_the_interpreter_s_teardown():
-    """A check ends at once after its last event; a process under compute-sanitizer or
-    ncu ends as usual (the tool reports at its end)."""
+def test_a_check_ends_at_once_and_a_job_under_a_tool_through_the_c_exit():
+    """A check ends at once after its last event; a process under compute-sanitizer or ncu
+    ends through the C library's exit(), whose handlers hand the tool its report."""
     from grader import runner
 
-    assert runner.ends_at_once({"mode": "gpu", "exercise_ids": []})  # a check by default
-    assert runner.ends_at_once({"mode": "sim", "action": "check"})
-    assert not runner.ends_at_once({"mode": "gpu", "action": "sanitize"})
-    assert not runner.ends_at_once({"mode": "gpu", "action": "profile"})
+    assert runner.ending({"mode": "gpu", "exercise_ids": []}) == runner.AT_ONCE  # a check
+    assert runner.ending({"mode": "sim", "action": "check"}) == runner.AT_ONCE
+    assert runner.ending({"mode": "gpu", "action": "sanitize"}) == runner.C_EXIT
+    assert runner.ending({"mode": "gpu", "action": "profile"}) == runner.C_EXIT
+
+
+def test_without_the_c_exit_a_job_under_a_tool_ends_with_the_interpreter(monkeypatch):
+    from grader import runner
+
+    monkeypatch.setattr(runner, "_c_exit", lambda: None)
+    assert runner.ending({"mode": "gpu", "action": "profile"}) == runner.TEARDOWN
+    assert runner.ending({"mode": "gpu", "action": "check"}) == runner.AT_ONCE
+
+
+# a setup cell with an exit handler of the C library (run by its exit(), never by
+# os._exit) and one of Python's (run by the interpreter's teardown only)
+EXIT_WITNESSES = """import atexit, ctypes, os
+c_handler = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)(
+    lambda status, arg: os.write(1, b"C exit handlers ran\\n"))
+ctypes.CDLL(None).on_exit(c_handler, None)  # glibc's atexit() with arguments
+atexit.register(print, "Python teardown ran", flush=True)
+"""
+
+
+def test_a_sanitize_job_ends_through_the_c_exit_with_its_output_and_events(tmp_path):
+    """The runner's own entry point on a sanitize job (simulator mode): the exercise's end
+    marker (Python's buffered stdout) and its result event arrive, the C library's exit
+    handlers ran, Python's teardown did not, and the exit code is 0."""
+    cells = [asdict(c) for c in load(REDUCTION).program_for("reduction.simple")]
+    cells.insert(1, {"index": 0, "role": "setup", "exercise_id": None,
+                     "source": EXIT_WITNESSES})
+    job = {"mode": "sim", "action": "sanitize", "exercise_ids": ["reduction.simple"],
+           "cells": cells, "seed": 1}
+    (attempt,) = run_exercises(job, 60.0, workdir=tmp_path)
+    assert attempt.returncode == 0, attempt.output
+    assert [e["result"]["status"] for e in attempt.events if "result" in e] == [PASSED]
+    assert f"{MARKER} end reduction.simple" in attempt.output
+    assert "C exit handlers ran" in attempt.output
+    assert "Python teardown ran" not in attempt.output
 
 
 ORPHANS = """
