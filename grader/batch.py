@@ -35,6 +35,7 @@ cluster is sized by :mod:`grader.batch_cluster`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -262,6 +263,32 @@ def group_size(notebooks: int, workers: int, options: Options) -> int:
     if options.mode != "gpu" or not options.metrics:
         return 1
     return max(1, min(PROFILE_GROUP_MAX, round(notebooks / (2 * max(1, workers)))))
+
+
+def task_sizes(notebooks: int, workers: int, options: Options) -> list[int]:
+    """The notebooks of each task of the batch, in the order they are submitted (they add up
+    to ``notebooks``): :func:`group_size` each, but for the first two rounds of a batch whose
+    tasks hold two or more. The first task of each worker holds one fewer, as many and one
+    more notebook in turn (``1, 2, 3, 1, 2, 3`` for six workers and tasks of two), the next
+    round the mirror image (``3, 2, 1, 3, 2, 1``), so that two rounds hold as many notebooks
+    as before. A task profiles its notebooks after their other stages, and ncu profiles one
+    process at a time per GPU: with tasks of one size the workers' first profiles reach
+    ncu's lock together and wait for each other. Measured on an
+    H200 machine with 16 cores (2026-11-29, lesson 02, 24 notebooks, 6 workers, in turns in
+    one call): 144.4 and 146.2 exercises a minute against 134.9 and 136.8 with tasks of two
+    (``benchmarks/results/h200-2026-11-29-batch-staggered-tasks/``)."""
+    size = group_size(notebooks, workers, options)
+    wave = [size] if size == 1 else [size - 1, size, min(size + 1, PROFILE_GROUP_MAX)]
+    first = [wave[k % len(wave)] for k in range(workers)]
+    second = [wave[-1 - k % len(wave)] for k in range(workers)]
+    sizes: list[int] = []
+    left = notebooks
+    for wanted in itertools.chain(first, second, itertools.repeat(size)):
+        if left <= 0:
+            return sizes
+        sizes.append(min(wanted, left))
+        left -= sizes[-1]
+    return sizes
 
 
 def _grader_failure(path: str, shown_as: str) -> str:
@@ -526,9 +553,9 @@ def _run(client, roles, submissions, out, options, force, console, result, on_re
                                    payload, resources=resources, pure=False)
             futures[future] = ("stage", [(sub, fingerprint)], [])
     else:
-        size = group_size(len(to_grade), result.workers, options)
-        for start in range(0, len(to_grade), size):
-            group = to_grade[start:start + size]
+        start = 0
+        for size in task_sizes(len(to_grade), result.workers, options):
+            group, start = to_grade[start:start + size], start + size
             future = client.submit(grade_submissions,
                                    [(sub.path.name, str(sub.path), content)
                                     for sub, _, content in group], payload,

@@ -647,6 +647,32 @@ def test_a_task_grades_a_few_notebooks_only_where_they_share_an_ncu_run(
     assert group_size(notebooks, workers, Options(mode, metrics=metrics)) == expected
 
 
+@pytest.mark.parametrize(("notebooks", "workers", "expected"), [
+    (24, 6, [1, 2, 3, 1, 2, 3, 3, 2, 1, 3, 2, 1]),  # tasks of two: two staggered rounds
+    (20, 5, [1, 2, 3, 1, 2, 3, 2, 1, 3, 2]),
+    (10, 2, [1, 2, 3, 2, 2]),
+    (18, 6, [1, 2, 3, 1, 2, 3, 3, 2, 1]),  # the second round cut short
+    (72, 6, [2, 3, 3, 2, 3, 3, 3, 3, 2, 3, 3, 2, *[3] * 13, 1]),  # tasks of three: at most 3
+    (12, 6, [1] * 12),  # tasks of one: nothing to stagger
+])
+def test_the_first_two_rounds_of_a_batch_hold_tasks_of_staggered_sizes(
+        notebooks, workers, expected):
+    """One fewer, as many and one more notebook than the others in turn, then the mirror image;
+    every notebook in exactly one task."""
+    from grader.batch import task_sizes
+
+    sizes = task_sizes(notebooks, workers, Options("gpu", metrics=True))
+    assert sizes == expected
+    assert sum(sizes) == notebooks
+
+
+def test_a_batch_without_profiles_grades_a_notebook_a_task():
+    from grader.batch import task_sizes
+
+    assert task_sizes(24, 6, Options("sim", metrics=True)) == [1] * 24
+    assert task_sizes(24, 6, Options("gpu", metrics=False)) == [1] * 24
+
+
 def test_a_task_of_several_notebooks_reports_each_on_its_own(tmp_path):
     """grade_submissions: each notebook gets its own outcome, in order, its own path in its
     messages; one that cannot be read costs only itself."""
