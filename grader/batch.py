@@ -273,9 +273,9 @@ def task_sizes(notebooks: int, workers: int, options: Options) -> list[int]:
     round the mirror image (``3, 2, 1, 3, 2, 1``), so that two rounds hold as many notebooks
     as before. A task profiles its notebooks after their other stages, and ncu profiles one
     process at a time per GPU: with tasks of one size the workers' first profiles reach
-    ncu's lock together and wait for each other. Measured on an
-    H200 machine with 16 cores (2026-11-29, lesson 02, 24 notebooks, 6 workers, in turns in
-    one call): 144.4 and 146.2 exercises a minute against 134.9 and 136.8 with tasks of two
+    ncu's lock together and wait for each other. Measured on an H200 machine with 16 cores
+    (2026-11-29, lesson 02, 24 notebooks, 6 workers, in turns in one call): 144.4 and 146.2
+    exercises a minute against 134.9 and 136.8 with tasks of two
     (``benchmarks/results/h200-2026-11-29-batch-staggered-tasks/``)."""
     size = group_size(notebooks, workers, options)
     wave = [size] if size == 1 else [size - 1, size, min(size + 1, PROFILE_GROUP_MAX)]

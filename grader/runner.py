@@ -465,7 +465,7 @@ TEARDOWN = "teardown"  # the interpreter's own end (where the C library's exit()
 
 
 def ending(job: dict) -> str:
-    """How the process ends once ``job`` is done. Either way it skips the interpreter's
+    """How the process ends once ``job`` is done. Where it can, it skips the interpreter's
     teardown (numba's modules, kernels and buffers freed one by one), which no one waits for:
 
     * a check ends at once (``os._exit``): on an H100 machine (2026-11-26) a lesson-02 check
