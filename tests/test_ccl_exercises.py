@@ -901,7 +901,7 @@ def _benchmark():
 @pytest.mark.sim_only
 def test_benchmark_smoke_run_writes_its_tables(tmp_path):
     """benchmarks/ccl.py --sim-smoke: the same checks and files as on a GPU, tiny images in
-    the simulator (2 sizes x 2 densities x 2 connectivities, both labellings)."""
+    the simulator (2 sizes x 1 density x 2 connectivities, both labellings)."""
     import json
     import subprocess
     import sys
@@ -916,7 +916,7 @@ def test_benchmark_smoke_run_writes_its_tables(tmp_path):
     assert set(parts) == {"phases", "memory", "stats", "propagation", "launches"}
     phases = parts["phases"]
     column = {name: k for k, name in enumerate(phases["columns"])}
-    assert len(phases["rows"]) == 2 * 2 * 2 * 2  # sizes x densities x connectivities x labellings
+    assert len(phases["rows"]) == 2 * 1 * 2 * 2  # sizes x densities x connectivities x labellings
     assert {row[column["labelling"]] for row in phases["rows"]} == {"blocks", "pixels"}
     assert {row[column["size"]] for row in phases["rows"]} == {16, 23}
     # each run also timed as a user calls it: wall time per call in a loop
@@ -924,10 +924,10 @@ def test_benchmark_smoke_run_writes_its_tables(tmp_path):
     assert {"cupyx wall ms", "x cupyx wall"} <= set(column)
     # the counts are scipy's (each image is checked before it is timed)
     rows16 = [r for r in phases["rows"] if r[column["size"]] == 16
-              and r[column["image"]] == "p=0.30, 8-conn"]
-    image = _benchmark().random_image(16, 0.3, seed=0)
+              and r[column["image"]] == "p=0.50, 8-conn"]
+    image = _benchmark().random_image(16, 0.5, seed=0)
     assert {r[column["blobs"]] for r in rows16} == {ccl.scipy_labels(image, 8)[1]}
-    assert len(parts["memory"]["rows"]) == 8 and len(parts["stats"]["rows"]) == 4
+    assert len(parts["memory"]["rows"]) == 4 and len(parts["stats"]["rows"]) == 2
     assert parts["stats"]["title"].startswith("blob statistics of a 23x23 image")
     stats = parts["stats"]
     assert stats["columns"][-3:] == ["write labels ms", "write + stats ms",
@@ -937,7 +937,7 @@ def test_benchmark_smoke_run_writes_its_tables(tmp_path):
     launches = parts["launches"]
     assert launches["columns"] == ["image", "blobs", "label ms", "init + compress ms",
                                    "merge ms", "resolve + rank ms"]
-    assert len(launches["rows"]) == 4 and "23x23" in launches["title"]
+    assert len(launches["rows"]) == 2 and "23x23" in launches["title"]
     table = (tmp_path / "ccl.md").read_text()
     assert "| size | image | labelling | blobs |" in table
     assert "done in" in (tmp_path / "ccl.log").read_text()
