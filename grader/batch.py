@@ -185,7 +185,7 @@ def grade_submissions(items: list[tuple[str, str, bytes]], options: dict) -> lis
     ncu run per lesson profiles them together (:func:`grader.grade.profile_and_report`):
     Nsight Compute profiles one process at a time, and each process holds it until it
     exits, so a batch pays that exit and the wait for the next process once per task
-    instead of once per notebook (:func:`group_size`). Each notebook keeps its kernel cache
+    instead of once per notebook (:func:`task_sizes`). Each notebook keeps its kernel cache
     until then."""
     worker = _worker_address()
     outcomes: list[dict] = [{} for _ in items]

@@ -20,6 +20,7 @@ rest. Kernels are compiled once per process instead of once per exercise.
 
 from __future__ import annotations
 
+import functools
 import json
 import linecache
 import os
@@ -483,8 +484,10 @@ def ending(job: dict) -> str:
     return C_EXIT if _c_exit() is not None else TEARDOWN
 
 
+@functools.cache
 def _c_exit():
-    """The C library's ``exit`` (None where ctypes cannot find it, as on Windows)."""
+    """The C library's ``exit`` (None where ctypes cannot find it, as on Windows), looked up
+    once: :func:`ending` asks whether it is there, :func:`_leave` calls it."""
     import ctypes
 
     try:
