@@ -181,23 +181,18 @@ def grade_submissions(items: list[tuple[str, str, bytes]], options: dict) -> lis
     plain data. The notebooks travel as bytes, so workers need no file system shared with
     the instructor's machine.
 
-    Their check, sanitize and simulate stages run one notebook after the other, then one
-    ncu run per lesson profiles them together (:func:`grader.grade.profile_and_report`):
+    Their check, sanitize and simulate stages run together (:func:`grader.grade.run_stages`:
+    each notebook's check in a process of its own, each compute-sanitizer tool and the
+    simulator pass in one process for them all), then one ncu run per lesson profiles them
+    together (:func:`grader.grade.profile_and_report`):
     Nsight Compute profiles one process at a time, and each process holds it until it
     exits, so a batch pays that exit and the wait for the next process once per task
     instead of once per notebook (:func:`task_sizes`). Each notebook keeps its kernel cache
     until then."""
     worker = _worker_address()
-    outcomes: list[dict] = [{} for _ in items]
-    staged = []  # (index, its grader.grade.Staged)
     with tempfile.TemporaryDirectory(prefix="grader-batch-") as tmp:
+        outcomes, staged = _stage(items, options, Path(tmp))
         try:
-            for k, item in enumerate(items):
-                outcome = _stage(item, options, Path(tmp) / str(k))
-                if isinstance(outcome, dict):
-                    outcomes[k] = outcome
-                else:
-                    staged.append((k, outcome))
             if staged:
                 for (k, _), outcome in zip(staged, _profile_and_report(staged, items)):
                     outcomes[k] = outcome
@@ -207,12 +202,39 @@ def grade_submissions(items: list[tuple[str, str, bytes]], options: dict) -> lis
     return [{**outcome, "worker": worker} for outcome in outcomes]
 
 
-def _stage(item: tuple[str, str, bytes], options: dict, folder: Path):
-    """A notebook of :func:`grade_submissions` through its check, sanitize and simulate
-    stages, its kernel cache kept: its :class:`grader.grade.Staged`, or its outcome (an
-    error, a skip)."""
+def _stage(items: list[tuple[str, str, bytes]], options: dict,
+           folder: Path) -> tuple[list[dict], list]:
+    """The notebooks of :func:`grade_submissions` through their check, sanitize and simulate
+    stages together (:func:`grader.grade.run_stages`), each with its kernel cache kept: the
+    outcome of each that ends here (an error, a skip; ``{}`` for the others), and the others
+    as (index, :class:`grader.grade.Staged`)."""
+    from grader.grade import run_stages
+
+    outcomes: list[dict] = [{} for _ in items]
+    staged = []
+    for k, item in enumerate(items):
+        outcome = _prepare(item, options, folder / str(k))
+        if isinstance(outcome, dict):
+            outcomes[k] = outcome
+        else:
+            staged.append((k, outcome))
+    if staged:
+        try:
+            run_stages([s for _, s in staged])
+        except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
+            for k, s in staged:
+                outcomes[k] = {"error": _grader_failure(s.report.path, items[k][1])}
+                _remove(s.kernels)
+            staged = []
+    return outcomes, staged
+
+
+def _prepare(item: tuple[str, str, bytes], options: dict, folder: Path):
+    """A notebook of :func:`grade_submissions` written to ``folder``, read, and its exercises
+    chosen (:func:`grader.grade.prepare`), with a kernel cache of its own that outlives the
+    call: its :class:`grader.grade.Staged`, or its outcome (an error, a skip)."""
     from grader import kernel_cache
-    from grader.grade import exercises_in, run_stages
+    from grader.grade import exercises_in, prepare
     from grader.notebook import NotebookError, load
 
     name, shown_as, content = item
@@ -225,9 +247,9 @@ def _stage(item: tuple[str, str, bytes], options: dict, folder: Path):
         if ids is None:
             return {"skipped": f"lesson {notebook.lesson} has none of the selected exercises"}
         with kernel_cache.for_notebook(options["mode"], remove=False):
-            return run_stages(notebook, options["mode"], options["timeout"], options["seed"],
-                              exercises=ids, metrics=options["metrics"],
-                              sanitizers=options["sanitizers"])
+            return prepare(notebook, options["mode"], options["timeout"], options["seed"],
+                           exercises=ids, metrics=options["metrics"],
+                           sanitizers=options["sanitizers"])
     except NotebookError as exc:
         return {"error": str(exc).replace(str(path), shown_as)}
     except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)

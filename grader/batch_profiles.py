@@ -32,9 +32,9 @@ def stage_submission(item: tuple[str, str, bytes], options: dict) -> dict:
     from grader.batch import _stage, _worker_address
 
     with tempfile.TemporaryDirectory(prefix="grader-batch-") as tmp:
-        outcome = _stage(item, options, Path(tmp) / "0")
-    if not isinstance(outcome, dict):
-        outcome = {"staged": outcome}
+        (outcome,), staged = _stage([item], options, Path(tmp))
+    if staged:
+        outcome = {"staged": staged[0][1]}
     return {**outcome, "worker": _worker_address()}
 
 

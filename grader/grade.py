@@ -1,25 +1,26 @@
 """Grade notebooks: one pipeline of four stages over the exercises of a notebook.
 
-:func:`grade_notebook` reads top to bottom; :func:`run_stages` does its steps 1 and 2,
-:func:`profile_and_report` steps 3 and 4 (``grader batch`` profiles two or three notebooks
-of a task in one ncu run):
+:func:`grade_notebook` reads top to bottom: :func:`prepare` does its step 1,
+:func:`run_stages` step 2, :func:`profile_and_report` steps 3 and 4. ``grader batch`` takes
+a task's two or three notebooks through steps 2 to 4 together:
 
 1. select the exercises to grade (the lesson's, or those named), in notebook order;
 2. run three stages side by side (:func:`side_by_side`):
 
    * check (:mod:`grader.stages.check`) -- the exercises' tests in the chosen mode (every
-     mode);
+     mode), each notebook in processes of its own;
    * sanitize (:mod:`grader.stages.sanitize`) -- NVIDIA's compute-sanitizer tools
-     ``memcheck``, ``racecheck`` and ``synccheck`` on the small cases (gpu mode);
+     ``memcheck``, ``racecheck`` and ``synccheck`` on the small cases (gpu mode), one run
+     of each tool for the notebooks together;
    * simulate (:mod:`grader.stages.simulate`) -- the simulator's cases with the workbook's
      sanitizer (gpu mode), which sees what the GPU tools cannot (races on global memory
-     within a block, reads of memory nobody wrote);
+     within a block, reads of memory nobody wrote), one process for the notebooks together;
 
    an exercise's tools cannot change its check, so they run beside it; they wait until the
    check has produced a result they can judge (a kernel that ran to the end), and their
    findings amend only such results;
 3. profile (:mod:`grader.stages.profile`) -- one ncu run for the metric rules of the
-   exercises that passed (gpu mode), after the notebook's other stages;
+   exercises that passed (gpu mode), after the notebooks' other stages;
 4. finish each result (metric rules not assessed, notes on skipped stages) into the report.
 
 Each exercise's time is recorded by phase: ``check``, ``memcheck``, ``racecheck``,
@@ -41,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from grader import exercises as catalogue
 from grader import kernel_cache
 from grader import sanitizer as tools
+from grader.job_units import Notebook
 from grader.notebook import LessonNotebook, NotebookError
 from grader.profiling import apply_metrics, not_assessed
 from grader.results import FAILED, NOT_IMPLEMENTED, PASSED, ExerciseResult
@@ -123,29 +125,32 @@ def grade_notebook(
 ) -> NotebookReport:
     """Grade the lesson's exercises (or those named in ``exercises``) in ``notebook``."""
     with kernel_cache.for_notebook(mode):  # the stages' processes share compiled kernels
-        staged = run_stages(notebook, mode, timeout, seed, exercises=exercises,
-                            metrics=metrics, sanitizers=sanitizers, on_phase=on_phase)
+        staged = prepare(notebook, mode, timeout, seed, exercises=exercises, metrics=metrics,
+                         sanitizers=sanitizers)
+        run_stages([staged], on_phase)
         (report,) = profile_and_report([staged], on_result, on_phase)
     return report
 
 
 @dataclass
 class Staged:
-    """A notebook after the stages that run side by side: what the profile stage and the
-    report still need (a batch profiles two or three notebooks in one ncu run)."""
+    """A notebook on its way through the pipeline: its exercises and options (step 1), then
+    its results after the stages that run side by side (step 2); what the profile stage and
+    the report still need (a batch profiles two or three notebooks in one ncu run)."""
 
     report: NotebookReport  # its warnings so far, no exercises yet
     chosen: list[str]  # the exercises to report, in the lesson's order
     order: list[str]  # those with a cell, in notebook order
     cells: list[dict]
-    results: dict[str, ExerciseResult]
     timeout: float
+    seed: int | None
     metrics: bool
     sanitizers: bool
     kernels: str | None  # the notebook's kernel cache (grader.kernel_cache), if it has one
+    results: dict[str, ExerciseResult] = field(default_factory=dict)
 
 
-def run_stages(
+def prepare(
     notebook: LessonNotebook,
     mode: str,
     timeout: float | None = None,
@@ -154,12 +159,10 @@ def run_stages(
     exercises: Sequence[str] = (),
     metrics: bool = True,
     sanitizers: bool = True,
-    on_phase: PhaseCallback | None = None,
 ) -> Staged:
-    """Steps 1 and 2 of :func:`grade_notebook`: choose the exercises, then check, sanitize
-    and simulate them side by side."""
-    start = time.monotonic()
-    # 1. select the exercises: those chosen that have a cell, in notebook order
+    """Step 1 of :func:`grade_notebook`: the exercises to grade, those chosen that have a
+    cell in notebook order, and their program; its kernel cache is this process's (set by
+    :func:`grader.kernel_cache.for_notebook`)."""
     chosen = selected_exercises(notebook, exercises)
     report = NotebookReport(str(notebook.path), notebook.lesson, mode)
     declared_ids = {e.id for e in catalogue.LESSONS[notebook.lesson]}
@@ -168,13 +171,24 @@ def run_stages(
                            for u in sorted(set(present) - declared_ids))
     order = [i for i in present if i in {e.id for e in chosen}]  # notebook order
     cells = ([asdict(c) for c in notebook.program_for(order[-1])] if order else [])
-    timeout = timeout or DEFAULT_TIMEOUT[mode]
+    return Staged(report, [e.id for e in chosen], order, cells, timeout or DEFAULT_TIMEOUT[mode],
+                  seed, metrics, sanitizers, kernel_cache.cache_dir())
+
+
+def run_stages(staged: list[Staged], on_phase: PhaseCallback | None = None) -> None:
+    """Step 2 of :func:`grade_notebook` for one notebook or more, prepared with the same
+    mode and options (a ``grader batch`` task): check, sanitize and simulate them side by
+    side, each notebook's results into its :class:`Staged`."""
+    start = time.monotonic()
+    first = staged[0]
+    notebooks = [(s.order, s.cells, s.kernels) for s in staged]
     progress = on_phase or (lambda phase, exercise_id: None)
-    # 2. check || sanitize || simulate
-    results = side_by_side(order, cells, mode, timeout, seed, sanitizers, progress)
-    report.seconds = time.monotonic() - start
-    return Staged(report, [e.id for e in chosen], order, cells, results, timeout, metrics,
-                  sanitizers, kernel_cache.cache_dir())
+    outcome = side_by_side(notebooks, first.report.mode, first.timeout, first.seed,
+                           first.sanitizers, progress)
+    shared = (time.monotonic() - start) / len(staged)
+    for s, results in zip(staged, outcome):
+        s.results = results
+        s.report.seconds = shared
 
 
 def profile_and_report(staged: list[Staged],
@@ -230,52 +244,65 @@ def processes_per_phase(exercises: int) -> int:
     return max(1, min(wanted, exercises))
 
 
-def side_by_side(order: list[str], cells: list[dict], mode: str, timeout: float,
-                 seed: int | None, sanitizers: bool,
-                 progress: PhaseCallback) -> dict[str, ExerciseResult]:
+def side_by_side(notebooks: list[Notebook], mode: str, timeout: float, seed: int | None,
+                 sanitizers: bool, progress: PhaseCallback) -> list[dict[str, ExerciseResult]]:
     """The check, and in gpu mode the sanitizer tools and the simulator pass, side by side,
-    each stage's exercises shared among :func:`processes_per_phase` processes; the check's
-    results, amended by the tools where they can judge them."""
-    if not order:
-        return {}
+    each stage's exercises shared among :func:`processes_per_phase` processes; for each
+    notebook, the check's results, amended by the tools where they can judge them.
+
+    Each notebook is checked in processes of its own; the tools and the simulator pass work
+    through the notebooks in turn, one process per tool for them all (a process's start,
+    its CUDA context and the tool's own, is most of what a tool costs)."""
+    outcome: list[dict[str, ExerciseResult]] = [{} for _ in notebooks]
+    if not any(order for order, _, _ in notebooks):
+        return outcome
     gpu_tools = mode == "gpu" and sanitizers
     tool_path = tools.find_tool() if gpu_tools else None
     tool_names = tools.selected_tools() if tool_path else ()
-    count = processes_per_phase(len(order))
-    parts = [order[i::count] for i in range(count)]  # each part stays in notebook order
-    phases = 1 + len(tool_names) + gpu_tools
+    count = processes_per_phase(max(len(order) for order, _, _ in notebooks))
+    # each part stays in notebook order
+    parts = [[(order[i::count], cells, kernels) for order, cells, kernels in notebooks]
+             for i in range(count)]
     gate = _Gate()
 
-    def on_check_result(event: dict) -> None:
-        # the tools may load its kernels, and leave out those with nothing to look for
-        kernel_cache.mark_checked(event["result"]["id"], event.get("unneeded_tools"))
-        gate.result(event)
+    def on_check_result(folder: str | None):
+        def mark(event: dict) -> None:
+            # the tools may load its kernels, and leave out those with nothing to look for
+            kernel_cache.mark_checked(event["result"]["id"], event.get("unneeded_tools"),
+                                      folder)
+            gate.result(event)
 
-    with ThreadPoolExecutor(max_workers=phases * count) as pool:
-        checked = [pool.submit(check.run, part, cells, mode, timeout, seed, progress,
-                               on_check_result) for part in parts]
-        simulated = ([pool.submit(gate.then, simulate.run, part, cells, timeout, seed, progress)
+        return mark
+
+    threads = (len(notebooks) + len(tool_names) + gpu_tools) * count
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        checked = [(k, pool.submit(check.run, [notebook], mode, timeout, seed, progress,
+                                   on_check_result(notebook[2])))
+                   for part in parts for k, notebook in enumerate(part) if notebook[0]]
+        simulated = ([pool.submit(gate.then, simulate.run, part, timeout, seed, progress)
                       for part in parts] if gpu_tools else [])
-        tool_runs = {tool: [pool.submit(gate.then, sanitize.run, part, cells, timeout, seed,
+        tool_runs = {tool: [pool.submit(gate.then, sanitize.run, part, timeout, seed,
                                         progress, tool_path, tool) for part in parts]
                      for tool in tool_names}
         try:
-            results = _merged(f.result() for f in checked)
+            for k, future in checked:
+                outcome[k].update(future.result()[0])
         finally:
-            kernel_cache.mark_checked(None)
+            for _, _, folder in notebooks:
+                kernel_cache.mark_checked(None, folder=folder)
             gate.close()
-        sanitized = {tool: _merged(f.result() for f in futures)
-                     for tool, futures in tool_runs.items()}
-        sim_results = _merged(f.result() for f in simulated)
-    for exercise_id, result in results.items():
-        if not tools.qualifies(result):
-            continue
-        if gpu_tools:
-            sanitize.apply(result, tool_path,
-                           {tool: sanitized[tool][exercise_id] for tool in tool_names})
-        if exercise_id in sim_results:
-            simulate.apply(result, sim_results[exercise_id])
-    return results
+        sanitized = {tool: _merged(futures, len(notebooks)) for tool, futures in tool_runs.items()}
+        sim_results = _merged(simulated, len(notebooks))
+    for k, results in enumerate(outcome):
+        for exercise_id, result in results.items():
+            if not tools.qualifies(result):
+                continue
+            if gpu_tools:
+                sanitize.apply(result, tool_path,
+                               {tool: sanitized[tool][k][exercise_id] for tool in tool_names})
+            if exercise_id in sim_results[k]:
+                simulate.apply(result, sim_results[k][exercise_id])
+    return outcome
 
 
 class _Gate:
@@ -296,14 +323,18 @@ class _Gate:
         self.event.set()
 
     def then(self, function, *args):
+        """``function(*args)`` once the check has a result worth judging, else None."""
         self.event.wait()
-        return function(*args) if self.worthwhile else {}
+        return function(*args) if self.worthwhile else None
 
 
-def _merged(dicts) -> dict:
-    merged: dict = {}
-    for d in dicts:
-        merged.update(d)
+def _merged(futures, count: int) -> list[dict]:
+    """The outcomes of a stage's parts (a dict per notebook each, or None where the stage
+    did not run), merged: a dict per notebook."""
+    merged: list[dict] = [{} for _ in range(count)]
+    for future in futures:
+        for k, found in enumerate(future.result() or ()):
+            merged[k].update(found)
     return merged
 
 
@@ -325,5 +356,6 @@ def finish(result: ExerciseResult, exercise, mode: str, metrics: bool, sanitizer
 
 def run_in_subprocess(exercise, job: dict, timeout: float) -> ExerciseResult:
     """Check one exercise in a child process (``job``: mode, exercise_id, cells, seed)."""
-    results = check.run([exercise.id], job["cells"], job["mode"], timeout, job.get("seed"))
+    (results,) = check.run([([exercise.id], job["cells"], None)], job["mode"], timeout,
+                           job.get("seed"))
     return results[exercise.id]

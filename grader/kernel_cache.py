@@ -74,12 +74,13 @@ def for_notebook(mode: str, folder: str | None = None, remove: bool = True):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def mark_checked(exercise_id: str | None, unneeded: dict[str, str] | None = None) -> None:
+def mark_checked(exercise_id: str | None, unneeded: dict[str, str] | None = None,
+                 folder: str | None = None) -> None:
     """Mark that the check has finished ``exercise_id`` (None: every exercise it will), so
-    that its kernels are in the cache; ``unneeded``: the compute-sanitizer tools that have
-    nothing to look for in its kernels, and why (:mod:`grader.kernel_code`). Nothing without
-    a cache."""
-    folder = cache_dir()
+    that its kernels are in the cache (``folder``, else this process's); ``unneeded``: the
+    compute-sanitizer tools that have nothing to look for in its kernels, and why
+    (:mod:`grader.kernel_code`). Nothing without a cache."""
+    folder = folder or cache_dir()
     if folder is None:
         return
     mark = Path(folder, CHECKED_MARK.format(exercise_id or "all"))

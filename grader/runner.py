@@ -155,15 +155,19 @@ class Events:
 
 
 def run_job(job: dict, events: Events) -> None:
-    """Do ``job["action"]`` for each of ``job["exercise_ids"]``, in notebook order."""
+    """Do ``job["action"]`` for each of ``job["exercise_ids"]``, in order: a notebook's
+    exercises in notebook order, or several notebooks' in turn (:mod:`grader.job_units`),
+    each notebook's cells run in a namespace of its own, its kernels in its own cache."""
     os.environ["WORKBOOK_MODE"] = job["mode"]
     import workbook  # noqa: F401  (chooses sim/gpu before numba.cuda is imported)
     from grader import kernel_cache
+    from grader.job_units import notebook_of, split_unit
 
     if job["mode"] == "gpu":
         from grader import lazy_imports
 
         lazy_imports.skip_blas_probe()  # scipy.linalg: 0.1-0.5 s per process, for nothing
+        _use_kernel_cache(notebook_of(job, 0)[1])
         kernel_cache.install()  # where grade_notebook made one for this notebook
     from grader.exercises import get
     from grader.gpu_compile.step import warm_up
@@ -174,10 +178,17 @@ def run_job(job: dict, events: Events) -> None:
         return
     if action == "check":
         warm_up(job["mode"])  # the GPU compiler starts while the cells run (simulator)
-    student = Program(job["cells"])
-    for exercise_id in job["exercise_ids"]:
+    programs: dict[int, Program] = {}
+    for name in job["exercise_ids"]:
+        k, exercise_id = split_unit(name)
+        cells, kernels = notebook_of(job, k)
+        if k not in programs:
+            programs[k] = Program(cells)
+        student = programs[k]
+        if job["mode"] == "gpu":
+            _use_kernel_cache(kernels)
         exercise = get(exercise_id)
-        events.emit(start=exercise_id)
+        events.emit(start=name)
         unneeded: dict[str, str] = {}
         error = student.advance(exercise_id)
         if error:  # the notebook's setup is not the student's fault, their own cell is
@@ -189,17 +200,26 @@ def run_job(job: dict, events: Events) -> None:
                     kernel_cache.wait_for_check(exercise_id)
                 why = kernel_cache.unneeded_tools(exercise_id).get(job.get("tool"))
                 if why:  # the check read its kernels: nothing there for this tool
-                    events.emit(unneeded=[exercise_id, why])
+                    events.emit(unneeded=[name, why])
                     continue
             if action == "check" and job["mode"] == "gpu":
                 result, unneeded = check_reading_kernels(exercise, student.namespace, job,
-                                                         events)
+                                                         events, name)
             else:
-                result = check(exercise, student.namespace, job, events)
+                result = check(exercise, student.namespace, job, events, name)
         result.messages.extend(student.notes)
-        events.emit(result=result.to_dict(), **({"unneeded_tools": unneeded} if unneeded else {}))
+        events.emit(result=result.to_dict(), **({"unit": name} if name != exercise_id else {}),
+                    **({"unneeded_tools": unneeded} if unneeded else {}))
         if restart_after(result):
             return
+
+
+def _use_kernel_cache(folder: str | None) -> None:
+    """Point this process's kernel cache at ``folder`` (None: leave the environment's)."""
+    from grader import kernel_cache
+
+    if folder:
+        os.environ[kernel_cache.CACHE_ENV] = folder
 
 
 def job_programs(job: dict) -> list[tuple[str, str | list[str] | None, list[dict], str | None]]:
@@ -328,9 +348,12 @@ def restart_after(result: ExerciseResult) -> bool:
 TIMEOUT_SETTING = "--timeout"  # what bounds a case in the grader (the parent's option)
 
 
-def check(exercise, namespace: dict, job: dict, events: Events | None = None) -> ExerciseResult:
+def check(exercise, namespace: dict, job: dict, events: Events | None = None,
+          name: str | None = None) -> ExerciseResult:
     """Check one exercise; each case's start is an event (the parent's sign of progress),
-    and in the simulator each case is bounded by the job's ``timeout``."""
+    and in the simulator each case is bounded by the job's ``timeout``. ``name``: the
+    exercise's name in the job (:mod:`grader.job_units`), which a sanitize job's markers
+    carry."""
     from grader.exercise import check_exercise
 
     def on_case(k: int, n: int, case) -> None:
@@ -343,24 +366,24 @@ def check(exercise, namespace: dict, job: dict, events: Events | None = None) ->
         from grader.sanitizer import small_cases
 
         exercise = small_cases(exercise, job["mode"])
-        print(f"{MARKER} begin {exercise.id}", flush=True)
+        print(f"{MARKER} begin {name or exercise.id}", flush=True)
         try:
             return check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"),
                                   **options)
         finally:
             _synchronize()
-            print(f"{MARKER} end {exercise.id}", flush=True)
+            print(f"{MARKER} end {name or exercise.id}", flush=True)
     return check_exercise(exercise, namespace, job["mode"], seed=job.get("seed"), **options)
 
 
-def check_reading_kernels(exercise, namespace: dict, job: dict,
-                          events: Events) -> tuple[ExerciseResult, dict[str, str]]:
+def check_reading_kernels(exercise, namespace: dict, job: dict, events: Events,
+                          name: str | None = None) -> tuple[ExerciseResult, dict[str, str]]:
     """:func:`check` on a GPU, and the compute-sanitizer tools that have nothing to look for in
     the kernels it launched (:func:`grader.kernel_code.unneeded_tools`), with the reasons."""
     from grader.kernel_code import code_of, launched_kernels, unneeded_tools
 
     with launched_kernels() as kernels:
-        result = check(exercise, namespace, job, events)
+        result = check(exercise, namespace, job, events, name)
     return result, unneeded_tools([code_of(kernel) for kernel in kernels.values()])
 
 

@@ -185,35 +185,50 @@ def sanitize_notebook(tool_path: str, tool: str, exercise_ids: list[str], cells:
                       timeout: float, seed: int | None = None,
                       seconds: dict[str, float] | None = None,
                       on_event=None, mode: str = "gpu") -> dict[str, Finding]:
-    """Run the small cases of ``exercise_ids`` under one tool, in as few processes as it takes
-    (see :mod:`grader.session`); one :class:`Finding` per exercise, from the part of the
-    tool's report between the runner's markers for that exercise."""
+    """:func:`sanitize_notebooks` for one notebook (its kernel cache: the environment's)."""
+    times: list[dict[str, float]] = [{}]
+    (findings,) = sanitize_notebooks(tool_path, tool, [(exercise_ids, cells, None)], timeout,
+                                     seed, times, on_event, mode)
+    if seconds is not None:
+        seconds.update(times[0])
+    return findings
+
+
+def sanitize_notebooks(tool_path: str, tool: str, notebooks: list, timeout: float,
+                       seed: int | None = None, seconds: list[dict[str, float]] | None = None,
+                       on_event=None, mode: str = "gpu") -> list[dict[str, Finding]]:
+    """Run the small cases of the notebooks' exercises (each notebook as
+    :data:`grader.job_units.Notebook`) under one tool, the notebooks in turn, in as few
+    processes as it takes (see :mod:`grader.session`); for each notebook, one
+    :class:`Finding` per exercise, from the part of the tool's report between the runner's
+    markers for that exercise, and in ``seconds`` the time each took."""
+    from grader.job_units import job_exercises, per_notebook
     from grader.session import exercise_seconds, run_exercises
 
-    job = {"mode": mode, "action": "sanitize", "tool": tool, "exercise_ids": exercise_ids,
-           "cells": cells, "seed": seed}
+    job = {"mode": mode, "action": "sanitize", "tool": tool, "seed": seed,
+           **job_exercises(notebooks)}
     attempts = run_exercises(job, timeout, wrap=lambda n, d: (command(tool_path, tool), {}),
                              on_event=on_event)
     if seconds is not None:
-        seconds.update(exercise_seconds(attempts))
-    findings: dict[str, Finding] = {}
+        for k, times in enumerate(per_notebook(exercise_seconds(attempts), len(notebooks))):
+            seconds[k].update(times)
+    findings: dict[str, Finding] = {}  # by the name in the job
     for attempt in attempts:
         parts = split_by_exercise(attempt.output)
         blamed = [x for x in (attempt.crashed, attempt.timed_out) if x]
         unneeded = dict(e["unneeded"] for e in attempt.events if "unneeded" in e)
-        for exercise_id in attempt.started() or blamed:
-            if exercise_id in unneeded and exercise_id not in blamed:
-                findings[exercise_id] = Finding(tool, 0, [], unneeded=unneeded[exercise_id])
-            elif exercise_id == attempt.timed_out:
-                findings[exercise_id] = Finding(tool, None, [],
-                                                f"did not finish within {timeout:g} s")
-            elif exercise_id in parts:
-                findings[exercise_id] = parse_part(tool, parts[exercise_id])
+        for name in attempt.started() or blamed:
+            if name in unneeded and name not in blamed:
+                findings[name] = Finding(tool, 0, [], unneeded=unneeded[name])
+            elif name == attempt.timed_out:
+                findings[name] = Finding(tool, None, [], f"did not finish within {timeout:g} s")
+            elif name in parts:
+                findings[name] = parse_part(tool, parts[name])
             else:  # it ended before the exercise's tests began: the summary tells
-                findings[exercise_id] = parse(tool, attempt.output, attempt.returncode)
-    for exercise_id in exercise_ids:
-        findings.setdefault(exercise_id, Finding(tool, None, [], "the exercise did not run"))
-    return findings
+                findings[name] = parse(tool, attempt.output, attempt.returncode)
+    for name in job["exercise_ids"]:
+        findings.setdefault(name, Finding(tool, None, [], "the exercise did not run"))
+    return per_notebook(findings, len(notebooks))
 
 
 def split_by_exercise(output: str) -> dict[str, str]:

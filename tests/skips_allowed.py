@@ -49,6 +49,8 @@ ALLOWED = [
         "tests/test_collectives.py::test_occupancy_estimate_agrees_with_the_driver",
         "tests/test_grading_phases.py::test_one_ncu_run_profiles_every_exercise_of_a_notebook",
         "tests/test_grading_phases.py::test_racecheck_blames_only_the_exercise_without_its_barrier",
+        "tests/test_grading_phases.py::test_a_task_s_tools_blame_only_the_notebook_whose_barrier_"
+        "is_missing",
         "tests/test_kernel_code.py::test_on_a_gpu_racecheck_runs_where_there_is_shared_memory",
         "tests/test_kernel_cache.py::test_a_second_process_loads_the_kernel_the_first_compiled",
         "tests/test_launch.py::test_fast_path_is_taken_on_a_gpu",
@@ -68,6 +70,8 @@ ALLOWED = [
             NO_NCU, ("gpu",)),
     Allowed("tests/test_grading_phases.py::test_racecheck_blames_only_the_exercise_without_its_"
             "barrier", NO_SANITIZER, ("gpu",)),
+    Allowed("tests/test_grading_phases.py::test_a_task_s_tools_blame_only_the_notebook_whose_"
+            "barrier_is_missing", NO_SANITIZER, ("gpu",)),
     Allowed("tests/test_kernel_code.py::test_on_a_gpu_racecheck_runs_where_there_is_shared_"
             "memory", NO_SANITIZER, ("gpu",)),
     Allowed("tests/test_sim_sanitizer.py::test_compute_sanitizer_catches_a_missing_barrier",

@@ -4,6 +4,7 @@ command-line options for a quick run."""
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -1013,7 +1014,7 @@ def test_the_tools_wait_for_a_result_they_can_judge():
     stubs_only = grading._Gate()
     stubs_only.result({"result": {"status": "not implemented"}})
     stubs_only.close()
-    assert stubs_only.then(tool, 1) == {} and not calls
+    assert stubs_only.then(tool, 1) is None and not calls
     finished = grading._Gate()
     finished.result({"result": {"status": "failed"}})
     assert finished.then(tool, 2) == {"ran": True} and calls == [(2,)]
@@ -1064,7 +1065,8 @@ def test_the_pipeline_runs_its_stages_in_order(mode, monkeypatch):
         made.add_time(phase, seconds)
         return made
 
-    def fake_check(part, cells, check_mode, timeout, seed, progress, on_result=None):
+    def fake_check(notebooks, check_mode, timeout, seed, progress, on_result=None):
+        (part, cells, _), = notebooks  # the check: one notebook per process
         assert check_mode == mode and cells
         results = {}
         for exercise_id in part:
@@ -1072,18 +1074,20 @@ def test_the_pipeline_runs_its_stages_in_order(mode, monkeypatch):
             results[exercise_id] = result(exercise_id, statuses[exercise_id], "check", 1.0)
             note("check", exercise_id)
             on_result({"result": results[exercise_id].to_dict()})
-        return results
+        return [results]
 
-    def fake_simulate(part, cells, timeout, seed, progress):
+    def fake_simulate(notebooks, timeout, seed, progress):
+        (part, cells, _), = notebooks
         note("simulate", tuple(part))
-        return {i: result(i, PASSED, "simulator", 2.0) for i in part}
+        return [{i: result(i, PASSED, "simulator", 2.0) for i in part}]
 
-    def fake_sanitize(part, cells, timeout, seed, progress, tool_path, tool):
+    def fake_sanitize(notebooks, timeout, seed, progress, tool_path, tool):
+        (part, cells, _), = notebooks
         note(tool, tuple(part))
         assert tool_path == "/opt/cuda/bin/compute-sanitizer"
         race = Finding(tool, 1, ["Error: Race reported"])
-        return {i: (race if (tool, i) == ("racecheck", "reduction.shared")
-                    else Finding(tool, 0, []), 3.0) for i in part}
+        return [{i: (race if (tool, i) == ("racecheck", "reduction.shared")
+                     else Finding(tool, 0, []), 3.0) for i in part}]
 
     def fake_profile(notebooks, timeout, progress):
         (part, cells, kernels), = notebooks  # one notebook, its cache in the environment
@@ -1122,3 +1126,189 @@ def test_the_pipeline_runs_its_stages_in_order(mode, monkeypatch):
     assert list(got["reduction.convergent"].timings.items()) == [
         ("check", 1.0), ("memcheck", 3.0), ("racecheck", 3.0), ("simulator", 2.0),
         ("profile", 4.0)]
+
+
+# --- a batch task's notebooks: each checked on its own, the tools' runs shared -------------------
+
+def test_a_job_names_one_notebook_s_exercises_by_id_and_several_notebooks_by_unit_key():
+    from grader.job_units import job_exercises, per_notebook, split_unit, unit_key
+
+    a = (["x.one", "x.two"], [{"source": "a"}], "/cache/a")
+    b = (["x.one"], [{"source": "b"}], None)
+    assert job_exercises([a]) == {"exercise_ids": ["x.one", "x.two"],
+                                  "cells": [{"source": "a"}], "kernels": "/cache/a"}
+    assert job_exercises([a, b]) == {
+        "exercise_ids": ["0:x.one", "0:x.two", "1:x.one"],
+        "notebooks": [{"cells": [{"source": "a"}], "kernels": "/cache/a"},
+                      {"cells": [{"source": "b"}], "kernels": ""}]}
+    assert split_unit(unit_key(1, "x.one")) == (1, "x.one")
+    assert split_unit("x.one") == (0, "x.one")
+    assert per_notebook({"0:x.one": 1, "1:x.one": 2, "0:x.two": 3}, 3) == [
+        {"x.one": 1, "x.two": 3}, {"x.one": 2}, {}]
+
+
+def two_notebooks(tmp_path) -> list[tuple[list[str], list[dict], None]]:
+    """Two students' notebooks: the first with a wrong reduction.simple, the second right."""
+    order = ["reduction.simple", "reduction.convergent"]
+    wrong = SIMPLE_OK.replace("output[0] = ", "output[0] = 1 + ")
+    assert wrong != SIMPLE_OK
+    convergent = SIMPLE_OK.replace("simple_sum_kernel", "convergent_sum_kernel")
+    notebooks = []
+    for name, simple in (("wrong", wrong), ("right", SIMPLE_OK)):
+        path = write_notebook(tmp_path / f"{name}.ipynb", {"reduction.simple": simple,
+                                                           "reduction.convergent": convergent})
+        notebooks.append((order, [asdict(c) for c in load(path).program_for(order[-1])], None))
+    return notebooks
+
+
+def test_one_job_works_through_two_notebooks_each_in_its_own_namespace(tmp_path):
+    """The first notebook's failed exercise restarts the process; the rest, the second
+    notebook's exercises too, is graded, each result under its notebook's name."""
+    from grader.job_units import job_exercises
+
+    job = {"mode": workbook.MODE, "action": "check", **job_exercises(two_notebooks(tmp_path))}
+    attempts = run_exercises(job, timeout=120)
+    assert [a.started() for a in attempts] == [
+        ["0:reduction.simple"], ["0:reduction.convergent", "1:reduction.simple",
+                                 "1:reduction.convergent"]]
+    results = {e["unit"]: ExerciseResult.from_dict(e["result"]).status
+               for a in attempts for e in a.events if "result" in e}
+    assert results == {"0:reduction.simple": FAILED, "0:reduction.convergent": PASSED,
+                       "1:reduction.simple": PASSED, "1:reduction.convergent": PASSED}
+
+
+def test_the_check_stage_gives_each_notebook_its_own_results(tmp_path):
+    from grader.stages import check
+
+    wrong, right = check.run(two_notebooks(tmp_path), workbook.MODE, 120, None)
+    assert {i: r.status for i, r in wrong.items()} == {"reduction.simple": FAILED,
+                                                       "reduction.convergent": PASSED}
+    assert {i: r.status for i, r in right.items()} == {"reduction.simple": PASSED,
+                                                       "reduction.convergent": PASSED}
+    assert all(r.timings["check"] > 0 for r in [*wrong.values(), *right.values()])
+
+
+@pytest.fixture
+def tool_that_reports_a_race_in_the_second_notebook(tmp_path):
+    """A stand-in compute-sanitizer that logs each start and adds a race report inside the
+    part of the output that belongs to the second notebook's reduction.shared."""
+    script = tmp_path / "compute-sanitizer"
+    starts = tmp_path / "starts.txt"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"echo started >> {starts}\n"
+        "while [ \"$1\" != \"" + sys.executable + "\" ]; do shift; done\n"
+        f"\"$@\" | sed '/{MARKER} begin 1:reduction.shared/a {RACE_LINE}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script), starts
+
+
+def test_one_tool_run_covers_two_notebooks_and_blames_the_right_one(
+        tool_that_reports_a_race_in_the_second_notebook):
+    tool, starts = tool_that_reports_a_race_in_the_second_notebook
+    order = ["reduction.simple", "reduction.shared"]
+    cells = [asdict(c) for c in load(REDUCTION).program_for(order[-1])]
+    seconds: list[dict[str, float]] = [{}, {}]
+    first, second = tools.sanitize_notebooks(tool, "racecheck", [(order, cells, None)] * 2, 120,
+                                             seconds=seconds, mode=workbook.MODE)
+    assert starts.read_text().count("started") == 1, "one tool process for both notebooks"
+    assert {i: f.errors for i, f in first.items()} == {"reduction.simple": 0,
+                                                       "reduction.shared": 0}
+    assert {i: f.errors for i, f in second.items()} == {"reduction.simple": 0,
+                                                        "reduction.shared": 1}
+    assert "Race reported" in second["reduction.shared"].message()
+    assert all(set(s) == set(order) for s in seconds)
+
+
+def test_the_pipeline_checks_each_notebook_alone_and_runs_each_tool_once(tmp_path, monkeypatch):
+    """side_by_side over two notebooks: a check process per notebook, one run of each tool
+    and one simulator pass for both; each finding amends its own notebook's result, and the
+    check's marks go to each notebook's own kernel cache."""
+    from grader import kernel_cache
+    from grader.sanitizer import Finding
+    from grader.stages import check, sanitize
+
+    order = ["reduction.simple", "reduction.shared"]
+    folders = [str(tmp_path / "a"), str(tmp_path / "b")]
+    for folder in folders:
+        os.mkdir(folder)
+    notebooks = [(order, [{"source": "a"}], folders[0]), (order, [{"source": "b"}], folders[1])]
+    calls = []
+    lock = threading.Lock()
+
+    def result(exercise_id, phase):
+        exercise = get(exercise_id)
+        made = ExerciseResult(id=exercise_id, title=exercise.title, status=PASSED,
+                              score=exercise.points, max_score=exercise.points, mode="gpu")
+        made.add_time(phase, 1.0)
+        return made
+
+    def fake_check(given, check_mode, timeout, seed, progress, on_result=None):
+        with lock:
+            calls.append(("check", [cells[0]["source"] for _, cells, _ in given]))
+        (part, _, _), = given
+        results = {i: result(i, "check") for i in part}
+        for made in results.values():
+            on_result({"result": made.to_dict()})
+        return [results]
+
+    def fake_simulate(given, timeout, seed, progress):
+        with lock:
+            calls.append(("simulator", [cells[0]["source"] for _, cells, _ in given]))
+        return [{i: result(i, "simulator") for i in part} for part, _, _ in given]
+
+    def fake_sanitize(given, timeout, seed, progress, tool_path, tool):
+        with lock:
+            calls.append((tool, [cells[0]["source"] for _, cells, _ in given]))
+        race = Finding(tool, 1, ["Error: Race reported"])
+        return [{i: (race if (k, i) == (1, "reduction.shared") else Finding(tool, 0, []), 3.0)
+                 for i in part} for k, (part, _, _) in enumerate(given)]
+
+    monkeypatch.setattr(check, "run", fake_check)
+    monkeypatch.setattr(grading.simulate, "run", fake_simulate)
+    monkeypatch.setattr(sanitize, "run", fake_sanitize)
+    monkeypatch.setattr(tools, "find_tool", lambda: "/opt/cuda/bin/compute-sanitizer")
+    monkeypatch.setenv(tools.TOOLS_ENV, "memcheck,racecheck")
+    monkeypatch.delenv(tools.SWITCH_ENV, raising=False)
+    monkeypatch.setenv(grading.PROCESSES_ENV, "1")
+    first, second = grading.side_by_side(notebooks, "gpu", 60, None, True,
+                                         lambda phase, exercise_id: None)
+    assert sorted(calls) == [("check", ["a"]), ("check", ["b"]), ("memcheck", ["a", "b"]),
+                             ("racecheck", ["a", "b"]), ("simulator", ["a", "b"])]
+    assert {i: r.status for i, r in first.items()} == {i: PASSED for i in order}
+    assert second["reduction.simple"].status == PASSED
+    assert second["reduction.shared"].status == FAILED
+    assert "Race reported" in second["reduction.shared"].summary()
+    assert first["reduction.shared"].timings == {"check": 1.0, "memcheck": 3.0,
+                                                 "racecheck": 3.0, "simulator": 1.0}
+    for folder in folders:
+        marks = sorted(p.name for p in Path(folder).iterdir())
+        assert marks == sorted(kernel_cache.CHECKED_MARK.format(i) for i in ("all", *order))
+
+
+@pytest.mark.gpu
+@needs_compute_sanitizer
+def test_a_task_s_tools_blame_only_the_notebook_whose_barrier_is_missing(tmp_path):
+    """Two notebooks through the check, sanitize and simulate stages together, on a GPU: the
+    second lacks reduction.shared's barrier; racecheck, in one run for both, fails it there
+    and only there, each notebook's kernels loaded from its own cache."""
+    from grader import kernel_cache
+
+    order = ["reduction.simple", "reduction.shared"]
+    staged = []
+    for _ in ("right", "racy"):
+        with kernel_cache.for_notebook("gpu", remove=False):
+            staged.append(grading.prepare(load(REDUCTION), "gpu", 300, exercises=order))
+    for cell in staged[1].cells:
+        if cell["exercise_id"] == "reduction.shared":
+            cell["source"] = cell["source"].replace("        cuda.syncthreads()\n", "", 1)
+    try:
+        grading.run_stages(staged)
+    finally:
+        for s in staged:
+            shutil.rmtree(s.kernels, ignore_errors=True)
+    right, racy = (s.results for s in staged)
+    assert all(r.status == PASSED for r in right.values()), [r.summary() for r in right.values()]
+    assert racy["reduction.simple"].status == PASSED
+    assert racy["reduction.shared"].status == FAILED
+    assert "compute-sanitizer racecheck" in racy["reduction.shared"].summary()

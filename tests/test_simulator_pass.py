@@ -125,8 +125,8 @@ def test_the_simulate_stage_checks_the_pass_cases_and_the_check_every_case():
     exercise_id = "reduction.shuffle"
     cells = [asdict(c) for c in load(REDUCTION).program_for(exercise_id)]
     no_progress = lambda phase, exercise: None  # noqa: E731
-    passed = simulate.run([exercise_id], cells, 60.0, 1, no_progress)[exercise_id]
-    checked = check.run([exercise_id], cells, "sim", 60.0, 1, no_progress)[exercise_id]
+    passed = simulate.run([([exercise_id], cells, None)], 60.0, 1, no_progress)[0][exercise_id]
+    checked = check.run([([exercise_id], cells, None)], "sim", 60.0, 1, no_progress)[0][exercise_id]
     assert passed.passed and checked.passed, (passed.summary(), checked.summary())
     assert {c.name for c in passed.cases} == pass_names(exercise_id)
     assert [c.name for c in checked.cases] == [c.name() for c in get(exercise_id).cases["sim"]]

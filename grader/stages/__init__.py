@@ -5,13 +5,13 @@
 * :mod:`grader.stages.simulate` -- the simulator's cases with the workbook's sanitizer;
 * :mod:`grader.stages.profile`  -- one ncu run for the metric rules.
 
-Each stage module has one entry point, ``run(order, cells, ...)``: it takes the notebook's
-exercise ids in notebook order, the program cells and the options it needs, and returns its
-outcome by exercise id. The profile stage's ``run`` takes one or more notebooks, each as
-(ids, cells, kernel cache), and returns an outcome per notebook: a batch task profiles its
-notebooks in one ncu run. A stage whose outcome amends the check's result also has
-``apply(result, ...)``, beside its ``run``. The stages do not import each other: what more
-than one of them needs is here.
+Each stage module has one entry point, ``run(notebooks, ...)``: it takes one or more
+notebooks, each as (its exercise ids in notebook order, its program cells, the folder of its
+kernel cache: :data:`grader.job_units.Notebook`), and the options it needs, and returns an
+outcome per notebook, by exercise id. One process (one tool run, one ncu run) works through
+the notebooks in turn: a batch task's notebooks share them. A stage whose outcome amends the
+check's result also has ``apply(result, ...)``, beside its ``run``. The stages do not import
+each other: what more than one of them needs is here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from grader import exercises as catalogue
+from grader.job_units import Notebook, job_exercises, per_notebook, split_unit
 from grader.results import ERROR, TIMEOUT, ExerciseResult
 from grader.session import HANG_HINT, exercise_seconds, run_exercises
 
@@ -44,15 +45,17 @@ def progress_events(phase: str, progress: PhaseCallback):
     return on_event
 
 
-def run_checks(order: list[str], cells: list[dict], mode: str, timeout: float,
-               seed: int | None, progress: PhaseCallback, phase: str,
+def run_checks(notebooks: list[Notebook], mode: str, timeout: float, seed: int | None,
+               progress: PhaseCallback, phase: str,
                on_result: Callable[[dict], None] | None = None,
-               settings: dict[str, str] | None = None) -> dict[str, ExerciseResult]:
+               settings: dict[str, str] | None = None) -> list[dict[str, ExerciseResult]]:
     """The exercises' tests in one process (more after a crash or hang), timed as ``phase``;
-    results by id. The check stage and the simulator pass both run this; ``settings`` are
-    environment variables for the processes of this phase only."""
-    job = {"mode": mode, "action": "check", "exercise_ids": order, "cells": cells, "seed": seed}
-    progress(phase, order[0])
+    results by id, for each notebook. The check stage and the simulator pass both run this;
+    ``settings`` are environment variables for the processes of this phase only."""
+    job = {"mode": mode, "action": "check", "seed": seed, **job_exercises(notebooks)}
+    if not job["exercise_ids"]:
+        return [{} for _ in notebooks]
+    progress(phase, split_unit(job["exercise_ids"][0])[1])
     show = progress_events(phase, progress)
 
     def on_event(event: dict) -> None:
@@ -62,23 +65,23 @@ def run_checks(order: list[str], cells: list[dict], mode: str, timeout: float,
 
     attempts = run_exercises(job, timeout, on_event=on_event, env=settings)
     progress(phase, None)
-    results: dict[str, ExerciseResult] = {}
+    results: dict[str, ExerciseResult] = {}  # by the name in the job
     for attempt in attempts:
         for event in attempt.events:
             if "result" in event:
                 result = ExerciseResult.from_dict(event["result"])
-                results[result.id] = result
+                results[event.get("unit", result.id)] = result
         if attempt.timed_out:
-            exercise = catalogue.get(attempt.timed_out)
-            results[exercise.id] = placeholder(
+            exercise = catalogue.get(split_unit(attempt.timed_out)[1])
+            results[attempt.timed_out] = placeholder(
                 exercise, TIMEOUT, f"did not finish within {timeout:g} s (--timeout): {HANG_HINT}",
                 mode)
         elif attempt.crashed and attempt.crashed not in results:
-            exercise = catalogue.get(attempt.crashed)
-            results[exercise.id] = placeholder(
+            exercise = catalogue.get(split_unit(attempt.crashed)[1])
+            results[attempt.crashed] = placeholder(
                 exercise, ERROR, f"the grading process crashed ({attempt.how_it_ended()}); "
                 f"last output:\n{attempt.tail()}", mode)
-    for exercise_id, seconds in exercise_seconds(attempts).items():
-        if exercise_id in results:
-            results[exercise_id].add_time(phase, seconds)
-    return results
+    for name, seconds in exercise_seconds(attempts).items():
+        if name in results:
+            results[name].add_time(phase, seconds)
+    return per_notebook(results, len(notebooks))

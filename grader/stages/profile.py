@@ -10,6 +10,7 @@ exercise's metric section, where a failed rule costs part of its points.
 from __future__ import annotations
 
 from grader import exercises as catalogue
+from grader.job_units import Notebook
 from grader.profiling import apply_metrics, profile_notebooks
 from grader.results import ExerciseResult
 from grader.stages import PhaseCallback, progress_events
@@ -19,7 +20,7 @@ PHASE = "profile"
 Profiled = tuple[dict, float]  # an exercise's metric section, and the seconds it took
 
 
-def run(notebooks: list[tuple[list[str], list[dict], str | None]], timeout: float,
+def run(notebooks: list[Notebook], timeout: float,
         progress: PhaseCallback) -> list[dict[str, Profiled]]:
     """One ncu run per lesson for the metric rules of one or more notebooks' exercises
     (each notebook: the exercises to profile, in notebook order, its cells, and the folder

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from grader.exercise import SIMULATOR_PASS_ENV
 from grader.gpu_compile.step import SWITCH_ENV as GPU_COMPILE_ENV
+from grader.job_units import Notebook
 from grader.results import ERROR, FAILED, PASSED, ExerciseResult
 from grader.stages import PhaseCallback, run_checks
 
@@ -26,11 +27,11 @@ PHASE = "simulator"
 SETTINGS = {SIMULATOR_PASS_ENV: "1", GPU_COMPILE_ENV: "0"}  # the pass's processes' environment
 
 
-def run(order: list[str], cells: list[dict], timeout: float, seed: int | None,
-        progress: PhaseCallback) -> dict[str, ExerciseResult]:
-    """The exercises of ``order`` checked in the simulator, sanitizer on, on their
-    simulator-pass cases; results by id."""
-    return run_checks(order, cells, "sim", timeout, seed, progress, PHASE, settings=SETTINGS)
+def run(notebooks: list[Notebook], timeout: float, seed: int | None,
+        progress: PhaseCallback) -> list[dict[str, ExerciseResult]]:
+    """The notebooks' exercises checked in the simulator, sanitizer on, on their
+    simulator-pass cases, in one process; for each notebook, results by id."""
+    return run_checks(notebooks, "sim", timeout, seed, progress, PHASE, settings=SETTINGS)
 
 
 def apply(result: ExerciseResult, simulated: ExerciseResult) -> None:
