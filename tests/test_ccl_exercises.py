@@ -551,7 +551,66 @@ def example_namespace(after: str = "", old: str = "", new: str = "") -> dict:
             mutated += 1
         exec_cell({"index": cell.index, "source": source}, namespace)
     assert mutated == (1 if old else 0), f"{after!r} is in {mutated} example cells"
+    _share_init_tables(namespace)
     return namespace
+
+
+# The init's tables (init_table: the init run once for each of 8192 entries, about 9 s in the
+# simulator for both connectivities) are a function of the code that tabulates them. A
+# namespace whose tabulating kernel, and everything that kernel calls, has the same code as
+# in a namespace built before gets that one's tables (copied) instead of tabulating again:
+# the mutations of the example cell's later kernels do not touch them. A mutation of that
+# code gives other code, and a tabulation of its own.
+_TABLE_SOURCES: dict = {}  # tabulation key -> namespaces with that code (their INIT_TABLES)
+
+
+def _code_key(code) -> tuple:
+    """A code object's instructions, names and constants (nested code too), without the line
+    numbers that a mutation elsewhere in its cell may shift."""
+    consts = tuple(_code_key(c) if hasattr(c, "co_code") else (type(c).__name__, repr(c))
+                   for c in code.co_consts)
+    return code.co_code, code.co_names, consts
+
+
+def _global_names(code) -> set:
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            found |= _global_names(const)
+    return found
+
+
+def _tabulation_key(namespace, connectivity) -> tuple:
+    """The code of tabulate_init_<connectivity>_kernel and of every function it reaches
+    through the namespace's globals, and the values of the other globals they name."""
+    key, todo, seen = [], [f"tabulate_init_{connectivity}_kernel"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in namespace:
+            continue
+        seen.add(name)
+        value = namespace[name]
+        fn = getattr(value, "py_func", None) or getattr(value, "fn", None)  # GPU, simulator
+        if fn is None or not hasattr(fn, "__code__"):
+            key.append((name, type(value).__name__, repr(value)))
+            continue
+        cells = tuple(repr(c.cell_contents) for c in fn.__closure__ or ())
+        key.append((name, _code_key(fn.__code__), repr(fn.__defaults__), cells))
+        todo.extend(_global_names(fn.__code__))
+    return tuple(sorted(key))
+
+
+def _share_init_tables(namespace) -> None:
+    from numba import cuda
+
+    for connectivity in (4, 8):
+        key = _tabulation_key(namespace, connectivity)
+        for source in _TABLE_SOURCES.get(key, ()):
+            table = source["INIT_TABLES"].get(connectivity)
+            if table is not None and _tabulation_key(source, connectivity) == key:
+                namespace["INIT_TABLES"][connectivity] = cuda.to_device(table.copy_to_host())
+                break
+        _TABLE_SOURCES.setdefault(key, []).append(namespace)
 
 
 @pytest.fixture(scope="module")
