@@ -93,15 +93,23 @@ def _report(path: Path) -> dict:
     return {"score": 0, "max_score": 0, "errors": [{"error": "not graded (interrupted)"}]}
 
 
-def verdict(report: dict, bug: dict | None) -> dict:
-    failed = sorted(e["id"] for nb in report.get("notebooks", []) for e in nb["exercises"]
-                    if not e["passed"])
+def verdict(report: dict, bug: dict | None, metrics: bool = False) -> dict:
+    """A student's row: right when a clean copy passes everything and a planted bug fails its
+    exercise; with ``metrics`` (gpu mode), also only when every metric rule of a passed
+    exercise was assessed (a profile stage that measured nothing passes every exercise)."""
+    exercises = [e for nb in report.get("notebooks", []) for e in nb["exercises"]]
+    failed = sorted(e["id"] for e in exercises if not e["passed"])
+    unmeasured = sorted(e["id"] for e in exercises if metrics and e["passed"]
+                        and any(r["status"] == "not assessed"
+                                for r in (e.get("metrics") or {}).get("rules", [])))
     row = {"score": report.get("score"), "max_score": report.get("max_score"),
-           "failed": failed, "errors": [e["error"][:200] for e in report.get("errors", [])]}
+           "failed": failed, "errors": [e["error"][:200] for e in report.get("errors", [])],
+           "unmeasured": unmeasured}
     if bug is None:
-        row.update(planted=None, ok=not failed and not row["errors"])
+        row.update(planted=None, ok=not failed and not row["errors"] and not unmeasured)
     else:
-        row.update(planted=f"{bug['exercise']}: {bug['bug']}", ok=bug["exercise"] in failed,
+        row.update(planted=f"{bug['exercise']}: {bug['bug']}",
+                   ok=bug["exercise"] in failed and not unmeasured,
                    also_failed=[i for i in failed if i != bug["exercise"]])
     return row
 
@@ -162,8 +170,10 @@ def table(record: dict) -> str:
              "| student | planted bug | score | failed | verdict |",
              "| --- | --- | --- | --- | --- |"]
     for name, row in record["students"].items():
+        unmeasured = [f"{i} (metric rules not assessed)" for i in row.get("unmeasured", [])]
+        failures = ", ".join(row["failed"] + row["errors"] + unmeasured)
         lines.append(f"| {name} | {row['planted'] or ''} | {row['score']:g}/"
-                     f"{row['max_score']:g} | {', '.join(row['failed'] + row['errors'])} | "
+                     f"{row['max_score']:g} | {failures} | "
                      f"{'ok' if row['ok'] else '**WRONG**'} |")
     return "\n".join(lines) + "\n"
 
@@ -197,7 +207,9 @@ def measure(submitted: Path, out: Path, bugs: dict, mode: str, options,
         wall = time.monotonic() - start
         children = children_cpu_seconds() - children  # the cluster is closed: all reaped
         client = self_cpu_seconds() - client
-    students = {s: verdict(_report(grades / f"{s}.json"), bug) for s, bug in bugs.items()}
+    measured = mode == "gpu" and not options.no_metrics
+    students = {s: verdict(_report(grades / f"{s}.json"), bug, measured)
+                for s, bug in bugs.items()}
     record = {
         "date": datetime.date.today().isoformat(), "host": platform.node(),
         "device": device(mode), "mode": mode, "workers": result.workers,

@@ -27,17 +27,18 @@ def split_unit(name: str) -> tuple[int, str]:
 
 
 def job_exercises(notebooks: list[Notebook]) -> dict:
-    """The fields of a job that name its exercises and their notebooks: for one notebook
-    ``exercise_ids``, ``cells`` and ``kernels``; for several, unit keys in
+    """The fields of a check or sanitize job that name its exercises and their notebooks: for
+    one notebook ``exercise_ids``, ``cells`` and ``kernel_cache``; for several, unit keys in
     ``exercise_ids`` (each notebook's in its order, the notebooks in turn) and
-    ``notebooks``, each notebook's ``cells`` and ``kernels``. ``kernels`` is "" where the
-    notebook has no cache of its own."""
+    ``notebooks``, each notebook's ``cells`` and ``kernel_cache``. ``kernel_cache`` is ""
+    where the notebook has no cache of its own. (A profile job names its programs
+    otherwise: :func:`grader.runner.job_programs`.)"""
     if len(notebooks) == 1:
         order, cells, kernels = notebooks[0]
-        return {"exercise_ids": list(order), "cells": cells, "kernels": kernels or ""}
+        return {"exercise_ids": list(order), "cells": cells, "kernel_cache": kernels or ""}
     return {"exercise_ids": [unit_key(k, i) for k, (order, _, _) in enumerate(notebooks)
                              for i in order],
-            "notebooks": [{"cells": cells, "kernels": kernels or ""}
+            "notebooks": [{"cells": cells, "kernel_cache": kernels or ""}
                           for _, cells, kernels in notebooks]}
 
 
@@ -45,7 +46,7 @@ def notebook_of(job: dict, k: int) -> tuple[list[dict], str | None]:
     """The cells and kernel cache folder (None: the environment's) of the job's notebook
     ``k``."""
     notebook = job["notebooks"][k] if "notebooks" in job else job
-    return notebook.get("cells", []), notebook.get("kernels") or None
+    return notebook.get("cells", []), notebook.get("kernel_cache") or None
 
 
 def per_notebook(named: dict, count: int) -> list[dict]:

@@ -163,16 +163,17 @@ def run_job(job: dict, events: Events) -> None:
     from grader import kernel_cache
     from grader.job_units import notebook_of, split_unit
 
+    action = job.get("action", "check")
     if job["mode"] == "gpu":
         from grader import lazy_imports
 
         lazy_imports.skip_blas_probe()  # scipy.linalg: 0.1-0.5 s per process, for nothing
-        _use_kernel_cache(notebook_of(job, 0)[1])
+        if action != "profile":  # a profile job's programs name their own caches
+            _use_kernel_cache(notebook_of(job, 0)[1])
         kernel_cache.install()  # where grade_notebook made one for this notebook
     from grader.exercises import get
     from grader.gpu_compile.step import warm_up
 
-    action = job.get("action", "check")
     if action == "profile":
         profile_job(job, events)
         return

@@ -27,6 +27,29 @@ def executable(path: Path, text: str) -> Path:
     return path
 
 
+def exercise(exercise_id: str, passed: bool, rule_status: str) -> dict:
+    return {"id": exercise_id, "passed": passed,
+            "metrics": {"rules": [{"label": "duration", "status": rule_status}]}}
+
+
+def test_a_verdict_is_wrong_where_a_passed_exercise_s_metric_rules_were_not_measured():
+    """A profile stage that measured nothing passes every exercise: in gpu mode with metrics
+    the verdict counts that as wrong, for a clean copy and for a planted bug's copy."""
+    bug = {"exercise": "x.b", "bug": "wrong index"}
+    clean = {"notebooks": [{"exercises": [exercise("x.a", True, "passed"),
+                                          exercise("x.b", True, "passed")]}]}
+    unmeasured = {"notebooks": [{"exercises": [exercise("x.a", True, "not assessed"),
+                                               exercise("x.b", True, "passed")]}]}
+    planted = {"notebooks": [{"exercises": [exercise("x.a", True, "not assessed"),
+                                            exercise("x.b", False, "not assessed")]}]}
+    assert batch_throughput.verdict(clean, None, metrics=True)["ok"]
+    row = batch_throughput.verdict(unmeasured, None, metrics=True)
+    assert not row["ok"] and row["unmeasured"] == ["x.a"]
+    assert batch_throughput.verdict(unmeasured, None, metrics=False)["ok"]  # sim mode
+    assert not batch_throughput.verdict(planted, bug, metrics=True)["ok"]
+    assert batch_throughput.verdict(planted, bug, metrics=False)["ok"]
+
+
 def test_cpu_time_is_filed_under_the_phase_it_works_for(tmp_path):
     """A grading process (grader.runner in its command line) is the check, or in gpu mode
     with WORKBOOK_MODE=sim the simulator pass; a compute-sanitizer's child is that tool,

@@ -1136,11 +1136,11 @@ def test_a_job_names_one_notebook_s_exercises_by_id_and_several_notebooks_by_uni
     a = (["x.one", "x.two"], [{"source": "a"}], "/cache/a")
     b = (["x.one"], [{"source": "b"}], None)
     assert job_exercises([a]) == {"exercise_ids": ["x.one", "x.two"],
-                                  "cells": [{"source": "a"}], "kernels": "/cache/a"}
+                                  "cells": [{"source": "a"}], "kernel_cache": "/cache/a"}
     assert job_exercises([a, b]) == {
         "exercise_ids": ["0:x.one", "0:x.two", "1:x.one"],
-        "notebooks": [{"cells": [{"source": "a"}], "kernels": "/cache/a"},
-                      {"cells": [{"source": "b"}], "kernels": ""}]}
+        "notebooks": [{"cells": [{"source": "a"}], "kernel_cache": "/cache/a"},
+                      {"cells": [{"source": "b"}], "kernel_cache": ""}]}
     assert split_unit(unit_key(1, "x.one")) == (1, "x.one")
     assert split_unit("x.one") == (0, "x.one")
     assert per_notebook({"0:x.one": 1, "1:x.one": 2, "0:x.two": 3}, 3) == [
