@@ -1,11 +1,11 @@
 """The local cluster of ``grader batch``: how many workers this machine gets, and each
 worker's environment.
 
-A stage worker grades one task at a time: in gpu mode a notebook's check, its three
-compute-sanitizer tools and its simulator pass side by side (five processes, four of them
-with a CUDA context), then with metrics one ncu run that profiles the task's notebooks (or,
-with profile workers, below, hands them to one); in sim mode the check, a notebook's only
-process. The sizing rule of the stage workers (:func:`default_workers`):
+A stage worker grades one task at a time: in gpu mode each notebook's check (a process
+each), and the three compute-sanitizer tools and the simulator pass for the task's notebooks
+together (a process each), side by side, then with metrics one ncu run that profiles the
+task's notebooks (or, with profile workers, below, hands them to one); in sim mode the
+check, a notebook's only process. The sizing rule of the stage workers (:func:`default_workers`):
 
 * sim mode: one worker per CPU core;
 * gpu mode, for each GPU: one worker per :data:`CORES_PER_WORKER` CPU cores of its share

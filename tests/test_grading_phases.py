@@ -148,7 +148,7 @@ def test_simulator_findings_fail_a_gpu_graded_exercise():
     assert kept.status == PASSED and "not assessed" in kept.summary()
 
 
-# --- compute-sanitizer: one run per tool and notebook, the report split by exercise -------------
+# --- compute-sanitizer: one run per tool, the report split by exercise -------------------------
 
 @pytest.fixture
 def tool_that_reports_a_race(tmp_path):
