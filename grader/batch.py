@@ -223,7 +223,8 @@ def _stage(items: list[tuple[str, str, bytes]], options: dict,
             run_stages([s for _, s in staged])
         except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
             for k, s in staged:
-                outcomes[k] = {"error": _grader_failure(s.report.path, items[k][1])}
+                others = [o.report.path for j, o in staged if j != k]
+                outcomes[k] = {"error": _grader_failure(s.report.path, items[k][1], others)}
                 _remove(s.kernels)
             staged = []
     return outcomes, staged
@@ -266,7 +267,10 @@ def _profile_and_report(staged: list, items: list[tuple[str, str, bytes]]) -> li
         with kernel_cache.for_notebook(staged[0][1].report.mode, first, remove=False):
             reports = profile_and_report([s for _, s in staged])
     except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
-        return [{"error": _grader_failure(s.report.path, items[k][1])} for k, s in staged]
+        paths = [s.report.path for _, s in staged]
+        return [{"error": _grader_failure(s.report.path, items[k][1],
+                                          [p for p in paths if p != s.report.path])}
+                for k, s in staged]
     outcomes = []
     for (k, _), report in zip(staged, reports):
         data = report.to_dict()
@@ -313,9 +317,13 @@ def task_sizes(notebooks: int, workers: int, options: Options) -> list[int]:
     return sizes
 
 
-def _grader_failure(path: str, shown_as: str) -> str:
-    return ("the grader failed on this notebook:\n"
-            + traceback.format_exc(limit=-4).replace(path, shown_as))
+def _grader_failure(path: str, shown_as: str, others: Iterable[str] = ()) -> str:
+    """The grader's own failure on the notebook at ``path``, its traceback naming it as
+    ``shown_as``, and any other notebook of its task (``others``: their paths) by no name."""
+    text = traceback.format_exc(limit=-4).replace(path, shown_as)
+    for other in others:
+        text = text.replace(other, "<another notebook of the task>")
+    return "the grader failed on this notebook:\n" + text
 
 
 def _remove(folder: str | None) -> None:

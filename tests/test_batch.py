@@ -693,9 +693,49 @@ def test_a_task_of_several_notebooks_reports_each_on_its_own(tmp_path):
     assert "in/carol.ipynb" in carol["error"]
 
 
+def test_a_grader_failure_in_the_stages_costs_the_task_s_notebooks_each_under_its_name(
+        tmp_path, monkeypatch):
+    """The stages of a task's notebooks run together: a failure of the grader there is
+    reported for each of them, under its own name, and their kernel caches are removed; a
+    notebook that could not be read keeps its own error."""
+    from grader import grade, kernel_cache
+    from grader.batch import grade_submissions
+
+    caches = []
+
+    def broken(staged, *args):
+        caches.extend(s.kernels for s in staged)
+        raise RuntimeError(f"stages failed for {staged[-1].report.path}")
+
+    monkeypatch.setattr(grade, "run_stages", broken)
+    monkeypatch.setattr(kernel_cache, "for_notebook", gpu_cache(kernel_cache.for_notebook))
+    good = planted(tmp_path / "alice.ipynb").read_bytes()
+    options = {"mode": "sim", "exercises": ["reduction.simple"], "metrics": True,
+               "sanitizers": True, "timeout": 60.0, "seed": None}
+    alice, carol, bob = grade_submissions([("a.ipynb", "in/alice.ipynb", good),
+                                           ("broken.ipynb", "in/carol.ipynb", b"{not json"),
+                                           ("b.ipynb", "in/bob.ipynb", good)], options)
+    assert alice["error"].startswith("the grader failed on this notebook:")
+    assert "stages failed for in/bob.ipynb\n" in bob["error"]  # not a path below it
+    assert "grader-batch-" not in alice["error"] + bob["error"]
+    assert "bob" not in alice["error"]  # another student's notebook is named by no name
+    assert "stages failed for <another notebook of the task>" in alice["error"]
+    assert "in/carol.ipynb" in carol["error"] and "grader failed" not in carol["error"]
+    assert len(caches) == 2 and all(c and not os.path.exists(c) for c in caches)
+
+
+def gpu_cache(for_notebook):
+    """kernel_cache.for_notebook as in gpu mode, whatever the mode: a folder per notebook."""
+    def made(mode, folder=None, remove=True):
+        return for_notebook("gpu", folder, remove)
+
+    return made
+
+
 def test_a_grader_failure_after_the_stages_names_each_notebook_as_shown(tmp_path, monkeypatch):
     """A failure of the profile stage or the report costs the task's notebooks their
-    results, each reported under its own name, never the worker's temporary path."""
+    results, each reported under its own name, never the worker's temporary path, and
+    another student's notebook under no name."""
     from grader import grade
     from grader.batch import grade_submissions
 
@@ -706,10 +746,12 @@ def test_a_grader_failure_after_the_stages_names_each_notebook_as_shown(tmp_path
     good = planted(tmp_path / "alice.ipynb").read_bytes()
     options = {"mode": "sim", "exercises": ["reduction.simple"], "metrics": True,
                "sanitizers": True, "timeout": 60.0, "seed": None}
-    (outcome,) = grade_submissions([("a.ipynb", "in/alice.ipynb", good)], options)
+    outcome, bob = grade_submissions([("a.ipynb", "in/alice.ipynb", good),
+                                      ("b.ipynb", "in/bob.ipynb", good)], options)
     assert outcome["error"].startswith("the grader failed on this notebook:")
     assert "report failed for in/alice.ipynb\n" in outcome["error"]  # not a path below it
-    assert "grader-batch-" not in outcome["error"]
+    assert "grader-batch-" not in outcome["error"] + bob["error"]
+    assert "report failed for <another notebook of the task>\n" in bob["error"]  # no name
 
 
 # --- gpu mode with metrics: stages and profiles as tasks of their own -----------------------------
