@@ -37,24 +37,35 @@ IMAGE_NAMES = ["random 0.2", "random 0.59", "random 0.8", "spiral", "snake",
                "single column", "empty", "one pixel", "random 0.5, four scan tiles"]
 
 
-def _init_compress(ns, image, connectivity):
+# (image name, connectivity) -> the host copies of (roots, forest, links) that
+# block_init_compress_kernel left and test_init_compress_gives_the_tile_roots_of_the_init
+# checked: the later tests start from them instead of running the init again
+CHECKED_INITS: dict = {}
+
+
+def _init_compress(ns, image, connectivity, checked=None):
     """Runs block_init_compress_kernel; returns (d_image, roots, forest, links) on the
-    device, the forest filled with SENTINEL first."""
+    device, the forest filled with SENTINEL first. With ``checked`` (an entry of
+    CHECKED_INITS), that launch's outputs, copied to the device, instead of a launch."""
     from numba import cuda
 
     h, w = image.shape
     rows, cols, n = cb.sizes(image.shape)
     d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
-    roots = cuda.device_array(n, np.int32)
-    forest = cuda.to_device(np.full(n, SENTINEL, np.int32))
-    links = cuda.device_array(rows * cols, np.uint8)
+    if checked is None:
+        roots = cuda.device_array(n, np.int32)
+        forest = cuda.to_device(np.full(n, SENTINEL, np.int32))
+        links = cuda.device_array(rows * cols, np.uint8)
+    else:
+        roots, forest, links = (cuda.to_device(array) for array in checked)
     if workbook.MODE == "sim":
         from workbook.sim.global_races import watch
 
         for array, name in ((roots, "roots"), (forest, "forest"), (links, "links")):
             watch(array, name)
-    ns["block_init_compress_kernel"][ns["block_grid"](h, w), ns["BLOCK"]](
-        d_image, roots, forest, links, h, w, connectivity, ns["init_table"](connectivity))
+    if checked is None:
+        ns["block_init_compress_kernel"][ns["block_grid"](h, w), ns["BLOCK"]](
+            d_image, roots, forest, links, h, w, connectivity, ns["init_table"](connectivity))
     return d_image, roots, forest, links
 
 
@@ -72,6 +83,7 @@ def test_init_compress_gives_the_tile_roots_of_the_init(ns, name, connectivity):
     keys = np.arange(want_roots.size)
     np.testing.assert_array_equal(forest.copy_to_host(),
                                   np.where(want_roots == keys, keys, SENTINEL))
+    CHECKED_INITS[name, connectivity] = tuple(a.copy_to_host() for a in (roots, forest, links))
 
 
 U_SHAPE = np.array([[1, 0, 0, 1],
@@ -126,7 +138,8 @@ def test_resolve_rank_ranks_the_first_pixels_of_scipys_blobs(ns, name, connectiv
 
     image = _images(ns)[name]
     h, w = image.shape
-    d_image, roots, forest, links = _init_compress(ns, image, connectivity)
+    d_image, roots, forest, links = _init_compress(ns, image, connectivity,
+                                                   CHECKED_INITS.get((name, connectivity)))
     ns["block_merge_kernel"][ns["block_grid"](h, w), ns["BLOCK"]](
         links, roots, forest, h, w, connectivity)
     n, tile = roots.size, ns["SCAN_TILE"]
