@@ -17,7 +17,7 @@ from grader.cli import app
 from grader.exercises import get
 
 ROOT = Path(__file__).resolve().parents[1]
-EXERCISES = ("reduction.simple", "reduction.generic")  # 1 and 2 points, quick in sim mode
+EXERCISES = ("reduction.simple", "reduction.shuffle")  # 1 and 2 points, quick in sim mode
 # Gradescope's results.json keys (gradescope-autograders.readthedocs.io, "Specifications")
 TOP_KEYS = {"score", "execution_time", "output", "output_format", "test_output_format",
             "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",
@@ -125,7 +125,7 @@ def test_run_autograder_grades_a_stub(bundle, tmp_path):
     results, _ = autograde(bundle, tmp_path, ROOT / "lessons" / "02_reduction" /
                            "reduction.ipynb")
     assert points(results) == {"reduction.simple": (0, 1, "failed"),
-                               "reduction.generic": (0, 2, "failed")}
+                               "reduction.shuffle": (0, 2, "failed")}
     assert results["score"] == 0
     assert all("NotImplementedError" in t["output"] for t in results["tests"])
 
@@ -134,7 +134,7 @@ def test_run_autograder_without_a_lesson_notebook(bundle, tmp_path):
     """Nothing to grade: every exercise is still listed, with 0 points and the reason."""
     results, _ = autograde(bundle, tmp_path, ROOT / "lessons" / "03_softmax" / "softmax.ipynb")
     assert points(results) == {"reduction.simple": (0, 1, "failed"),
-                               "reduction.generic": (0, 2, "failed")}
+                               "reduction.shuffle": (0, 2, "failed")}
     assert "softmax.ipynb: skipped (lesson 03_softmax has none of the selected exercises)" in \
         results["output"]
     assert all("not graded: no notebook of lesson 02_reduction in the submission "
