@@ -212,7 +212,10 @@ def _stats(analysis, count):
                                   "full with holes", "empty"])
 def test_fused_write_gives_what_the_default_write_gives(ns, name, connectivity):
     """write(count, fused=True) and the default write (the labels, then exercise 10's
-    statistics) on one instance, in both orders: scipy's labels and numpy's statistics."""
+    statistics) on one instance, in both orders: scipy's labels and numpy's statistics.
+    One label and number for the three writes, which read what those left (the links, the
+    roots and the scan's offsets) and change none of it; a label after a write is
+    test_phases_can_be_repeated's."""
     from numba import cuda
 
     image = _images(ns)[name]
@@ -221,9 +224,9 @@ def test_fused_write_gives_what_the_default_write_gives(ns, name, connectivity):
     stats = ccl.stats_reference(want, count)
     d_image = cuda.to_device(np.ascontiguousarray(image.reshape(-1)))
     analysis = ns["BlobAnalysis"](h, w)
+    analysis.label(d_image, connectivity)
+    assert analysis.number() == count
     for fused in (True, False, True):
-        analysis.label(d_image, connectivity)
-        assert analysis.number() == count
         analysis.labels.copy_to_device(np.full(h * w, SENTINEL, np.int32))
         analysis.write(count, fused=fused)
         np.testing.assert_array_equal(analysis.labels.copy_to_host().reshape(h, w), want)
