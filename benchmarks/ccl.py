@@ -538,15 +538,17 @@ def record_into(path: Path, record: dict) -> None:
 
 
 class Log:
-    """Print and append to OUT_DIR/ccl.log."""
+    """Print and append to OUT_DIR/ccl.log (opened for each line: no file is left open when
+    main() returns or raises, as tests/test_ccl_exercises.py calls it in its process)."""
 
     def __init__(self, path: Path):
-        self.file = path.open("w")
+        self.path = path
+        path.write_text("")
 
     def __call__(self, text: str) -> None:
         print(text, flush=True)
-        self.file.write(text + "\n")
-        self.file.flush()
+        with self.path.open("a") as file:
+            file.write(text + "\n")
 
 
 def main(argv=None) -> int:

@@ -971,18 +971,21 @@ def _benchmark():
 
 @pytest.mark.slow
 @pytest.mark.sim_only
-def test_benchmark_smoke_run_writes_its_tables(tmp_path):
+def test_benchmark_smoke_run_writes_its_tables(tmp_path, monkeypatch):
     """benchmarks/ccl.py --sim-smoke: the same checks and files as on a GPU, tiny images in
-    the simulator (2 sizes x 1 density x 2 connectivities, both labellings)."""
+    the simulator (2 sizes x 1 density x 2 connectivities, both labellings). Its main() runs
+    in this process, the notebook's definitions executed by example_namespace (the same
+    cells; with the init tables of this module's namespace, not a tabulation of its own)."""
     import json
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "ccl.py"
-    done = subprocess.run([sys.executable, str(script), str(tmp_path), "--sim-smoke"],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    bench = _benchmark()
+
+    def definitions(notebook):
+        assert notebook == bench.NOTEBOOK
+        return example_namespace()
+
+    monkeypatch.setattr(bench, "definitions_namespace", definitions)
+    assert bench.main([str(tmp_path), "--sim-smoke"]) == 0
     record = json.loads((tmp_path / "ccl.json").read_text())
     parts = record["parts"]
     assert set(parts) == {"phases", "memory", "stats", "propagation", "launches"}
@@ -997,7 +1000,7 @@ def test_benchmark_smoke_run_writes_its_tables(tmp_path):
     # the counts are scipy's (each image is checked before it is timed)
     rows16 = [r for r in phases["rows"] if r[column["size"]] == 16
               and r[column["image"]] == "p=0.50, 8-conn"]
-    image = _benchmark().random_image(16, 0.5, seed=0)
+    image = bench.random_image(16, 0.5, seed=0)
     assert {r[column["blobs"]] for r in rows16} == {ccl.scipy_labels(image, 8)[1]}
     assert len(parts["memory"]["rows"]) == 4 and len(parts["stats"]["rows"]) == 2
     assert parts["stats"]["title"].startswith("blob statistics of a 23x23 image")
