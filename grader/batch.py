@@ -222,9 +222,9 @@ def _stage(items: list[tuple[str, str, bytes]], options: dict,
         try:
             run_stages([s for _, s in staged])
         except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
+            paths = [s.report.path for _, s in staged]
             for k, s in staged:
-                others = [o.report.path for j, o in staged if j != k]
-                outcomes[k] = {"error": _grader_failure(s.report.path, items[k][1], others)}
+                outcomes[k] = {"error": _grader_failure(s.report.path, items[k][1], paths)}
                 _remove(s.kernels)
             staged = []
     return outcomes, staged
@@ -268,8 +268,7 @@ def _profile_and_report(staged: list, items: list[tuple[str, str, bytes]]) -> li
             reports = profile_and_report([s for _, s in staged])
     except Exception:  # noqa: BLE001  (the grader's own failure: reported, never fatal)
         paths = [s.report.path for _, s in staged]
-        return [{"error": _grader_failure(s.report.path, items[k][1],
-                                          [p for p in paths if p != s.report.path])}
+        return [{"error": _grader_failure(s.report.path, items[k][1], paths)}
                 for k, s in staged]
     outcomes = []
     for (k, _), report in zip(staged, reports):
@@ -317,12 +316,14 @@ def task_sizes(notebooks: int, workers: int, options: Options) -> list[int]:
     return sizes
 
 
-def _grader_failure(path: str, shown_as: str, others: Iterable[str] = ()) -> str:
+def _grader_failure(path: str, shown_as: str, task: Iterable[str] = ()) -> str:
     """The grader's own failure on the notebook at ``path``, its traceback naming it as
-    ``shown_as``, and any other notebook of its task (``others``: their paths) by no name."""
+    ``shown_as``, and the other notebooks of its task (``task``: the paths of all of them)
+    by no name."""
     text = traceback.format_exc(limit=-4).replace(path, shown_as)
-    for other in others:
-        text = text.replace(other, "<another notebook of the task>")
+    for other in task:
+        if other != path:
+            text = text.replace(other, "<another notebook of the task>")
     return "the grader failed on this notebook:\n" + text
 
 

@@ -9,9 +9,10 @@ Each stage module has one entry point, ``run(notebooks, ...)``: it takes one or 
 notebooks, each as (its exercise ids in notebook order, its program cells, the folder of its
 kernel cache: :data:`grader.job_units.Notebook`), and the options it needs, and returns an
 outcome per notebook, by exercise id. One process (one tool run, one ncu run) works through
-the notebooks in turn: a batch task's notebooks share them. A stage whose outcome amends the
-check's result also has ``apply(result, ...)``, beside its ``run``. The stages do not import
-each other: what more than one of them needs is here.
+the notebooks in turn: a batch task's notebooks share them, but for the check's, which the
+pipeline gives one notebook each (:func:`grader.grade.side_by_side`). A stage whose outcome
+amends the check's result also has ``apply(result, ...)``, beside its ``run``. The stages do
+not import each other: what more than one of them needs is here.
 """
 
 from __future__ import annotations
